@@ -1,0 +1,31 @@
+# Every target works on a fresh clone with only python3 and make.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench bench-full screenshots demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/hermes-procs demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+bench-full: $(STAMP)
+	$(BIN)/python -m bench --full
+
+screenshots: $(STAMP)
+	$(BIN)/python -m tui.screenshots
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,5 @@
+"""`python -m hermes_procs`: the same as the `hermes-procs` command."""
+
+from hermes_procs.commands import main
+
+main()

@@ -1,0 +1,1 @@
+"""The Textual dashboard over the registry core."""
