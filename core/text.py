@@ -1,0 +1,206 @@
+"""Text handling of job output: raw bytes on disk -> plain text for agents and humans.
+
+Job output is stored as raw bytes (PTY jobs hold CRLF line ends, colour codes, cursor
+movement, title changes, progress bars redrawn with ``\\r`` ...).  Every text result of the
+API goes through :func:`to_text`, which
+
+1. decodes UTF-8 with ``errors="replace"`` (invalid bytes become U+FFFD),
+2. removes terminal escape sequences and stray control characters (:func:`strip_ansi`),
+3. collapses carriage-return redraws and backspaces (:func:`collapse_cr`).
+
+``collapse_cr`` uses *terminal overwrite semantics*: a ``\\r`` moves the cursor back to column 0
+and the following text overwrites what was there, so ``"abc\\rX"`` becomes ``"Xbc"`` and a
+progress bar ``"10%\\r50%\\r100%"`` becomes ``"100%"``.  ``\\r\\n`` (and ``\\r\\r\\n``) fold to a
+plain line break.  A backspace moves the cursor one column left (never past column 0)
+without erasing, so ``"abc\\b \\b"`` gives ``"ab "`` and a spinner ``"|\\b/\\b-"`` gives ``"-"``.
+Columns are counted in code points: tabs and wide characters count as one column.
+
+Stdlib only (the supervisor may import it).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+__all__ = [
+    "Utf8Stream",
+    "strip_ansi",
+    "collapse_cr",
+    "to_text",
+    "last_chars",
+]
+
+
+class Utf8Stream:
+    """Incremental UTF-8 decoder: a character split across reads survives.
+
+    Invalid bytes become U+FFFD.  Call :meth:`flush` at end of stream to turn an
+    unfinished trailing sequence into U+FFFD.
+    """
+
+    __slots__ = ("_dec",)
+
+    def __init__(self) -> None:
+        self._dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, b: bytes) -> str:
+        return self._dec.decode(b, False)
+
+    def flush(self) -> str:
+        out = self._dec.decode(b"", True)
+        self._dec.reset()
+        return out
+
+
+# --- escape sequence stripping --------------------------------------------------------
+#
+# One regex.  It starts with a single character class (every C0 control except \t \n \r,
+# ESC, DEL, C1 controls) so the regex engine scans plain text at C speed; what follows the
+# introducer is chosen by a look-behind on it:
+#
+# * ESC [  (or C1 \x9b): CSI -- parameter bytes 0x30-0x3F (includes private "?", "<", "=", ">"),
+#   intermediates 0x20-0x2F, final byte 0x40-0x7E.
+# * ESC ]  (or C1 \x9d): OSC -- body up to BEL or ST (ESC \ or C1 \x9c): titles, OSC 8
+#   hyperlinks (the link text between the two OSC 8 sequences is kept), OSC 52 clipboard.
+#   An unterminated OSC ends at the next ESC or newline, so a truncated title never swallows
+#   the rest of the log.
+# * ESC P / X / ^ / _  (or C1 \x90 \x98 \x9e \x9f): DCS / SOS / PM / APC -- body up to ST; an
+#   unterminated one ends at the next ESC.
+# * other escapes: ESC, intermediates 0x20-0x2F, final 0x30-0x7E
+#   (ESC = , ESC > , ESC ( B , ESC 7 , ESC # 8 , ESC M ...).
+# * anything else in the class (a lone ESC, BEL, NUL, DEL, C1 ...) is removed on its own.
+_ST = r"(?:\x1b\\|\x9c)"
+_CSI_BODY = r"[0-?]*[ -/]*[@-~]"
+_OSC_BODY = r"[^\x07\x1b\x9c\n]*(?:\x07|" + _ST + r")?"
+_STR_BODY = r"[^\x1b\x9c]*" + _ST + r"?"
+_TAIL = (
+    r"(?:(?<=\x1b)(?:\[" + _CSI_BODY + r"|\]" + _OSC_BODY + r"|[PX^_]" + _STR_BODY + r"|[ -/]*[0-~])"
+    r"|(?<=\x9b)" + _CSI_BODY
+    + r"|(?<=\x9d)" + _OSC_BODY
+    + r"|(?<=[\x90\x98\x9e\x9f])" + _STR_BODY
+    + r")?"
+)
+
+
+def _build(keep_backspace: bool) -> re.Pattern[str]:
+    bs = "" if keep_backspace else r"\x08"
+    intro = r"[\x00-\x07" + bs + r"\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+    return re.compile(intro + _TAIL)
+
+
+_ANSI_RE = _build(keep_backspace=False)
+_ANSI_RE_KEEP_BS = _build(keep_backspace=True)
+
+
+def strip_ansi(s: str) -> str:
+    """Remove terminal escape sequences and control characters other than ``\\n \\t \\r``.
+
+    Handles CSI (incl. private parameters such as ``ESC[?1049h``), OSC (BEL or ST terminated:
+    titles, OSC 8 hyperlinks, OSC 52 clipboard), DCS/SOS/PM/APC strings, two-character escapes
+    (``ESC =``, ``ESC (B``, ``ESC 7`` ...), lone C0 controls, DEL and C1 controls (U+0080-U+009F,
+    including the 8-bit CSI ``\\x9b``).  The visible text of an OSC 8 hyperlink is kept.
+    """
+    return _ANSI_RE.sub("", s)
+
+
+_CR_BS_SPLIT = re.compile(r"([\r\b])")
+
+
+def _collapse_line(line: str) -> str:
+    """Overwrite semantics for one line (no ``\\n`` inside)."""
+    if "\b" not in line:
+        # Only \r: walk the segments from the last one backwards; each earlier segment
+        # contributes only the columns that later (overwriting) segments did not reach, so
+        # the pieces come out in column order.  Linear even for many redraws.
+        segs = line.split("\r")
+        pieces: list[str] = []
+        covered = 0
+        for seg in reversed(segs):
+            n = len(seg)
+            if n > covered:
+                pieces.append(seg[covered:])
+                covered = n
+        return "".join(pieces)
+    # General case with backspaces: a small cursor machine over text runs.
+    buf: list[str] = []
+    cur = 0
+    for tok in _CR_BS_SPLIT.split(line):
+        if not tok:
+            continue
+        if tok == "\r":
+            cur = 0
+        elif tok == "\b":
+            if cur > 0:
+                cur -= 1
+        else:
+            end = cur + len(tok)
+            if cur == len(buf):
+                buf.extend(tok)
+            else:
+                buf[cur:end] = tok  # overwrite (may extend past the old end)
+            cur = end
+    return "".join(buf)
+
+
+def collapse_cr(s: str) -> str:
+    """Collapse carriage-return redraws and backspaces line by line (overwrite semantics).
+
+    ``"a\\r\\n"`` -> ``"a\\n"``; ``"10%\\r100%"`` -> ``"100%"``; ``"abc\\rX"`` -> ``"Xbc"``;
+    ``"ab\\bX"`` -> ``"aX"``.  A trailing ``\\r`` without text after it changes nothing.
+    """
+    if "\r" not in s and "\b" not in s:
+        return s
+    lines = s.split("\n")
+    for i, line in enumerate(lines):
+        if "\r" in line or "\b" in line:
+            lines[i] = _collapse_line(line)
+    return "\n".join(lines)
+
+
+def to_text(data: bytes) -> str:
+    """Raw output bytes -> display text: decode (replace errors), strip escapes, collapse ``\\r``."""
+    s = data.decode("utf-8", "replace")
+    s = _ANSI_RE_KEEP_BS.sub("", s)
+    return collapse_cr(s)
+
+
+def _skip_continuation(data: bytes, start: int) -> int:
+    """Move ``start`` past at most 3 UTF-8 continuation bytes (a character cut in half)."""
+    for _ in range(3):
+        if start < len(data) and 0x80 <= data[start] <= 0xBF:
+            start += 1
+        else:
+            break
+    return start
+
+
+def last_chars(data: bytes, n: int) -> str:
+    """Text (as :func:`to_text`) of the last ``n`` characters of ``data``.
+
+    Only a bounded tail is decoded: it starts at about ``4*n + 1 KiB`` bytes and doubles while
+    escape sequences eat too much of it, up to ``64*n + 1 MiB`` bytes, so a 50 MB input is never
+    decoded whole.  When the window starts inside a line, that partial first line is dropped if
+    the rest still holds ``n`` characters (so ``\\r`` collapsing sees whole lines).
+    """
+    if n <= 0 or not data:
+        return ""
+    total = len(data)
+    size = 4 * n + 1024
+    cap = 64 * n + (1 << 20)
+    while True:
+        if size >= total:
+            return to_text(data)[-n:]
+        mv = memoryview(data)
+        start = total - size
+        # Prefer to start at a line boundary.
+        nl = data.find(b"\n", start, total)
+        if nl != -1:
+            text = to_text(mv[nl + 1:].tobytes())
+            if len(text) >= n:
+                return text[-n:]
+        start = _skip_continuation(data, start)
+        text = to_text(mv[start:].tobytes())
+        if len(text) >= n or size >= cap:
+            return text[-n:]
+        size *= 2
