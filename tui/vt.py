@@ -1,0 +1,330 @@
+"""A small terminal-emulator engine interface for the dashboard's terminal pane.
+
+The pane talks only to :class:`VTEngine`; the emulator behind it is bittty (chosen over
+pyte, see docs/terminal.md for the numbers). The interface:
+
+- ``feed(data: bytes)``: output of the job. Huge chunks are never pushed through the
+  emulator whole: only the last screenful is fed (see :func:`safe_tail`), after replaying
+  the terminal modes the skipped part changed.
+- ``resize(rows, cols)``
+- ``take_dirty() -> set[int]``: rows changed since the last call.
+- ``cursor -> (x, y, visible)``
+- ``modes`` -> :class:`Modes` (DECCKM, bracketed paste, alternate screen, keypad).
+- ``render_line(y) -> Strip`` (Textual) with colours; ``line_text(y)`` / ``screen_text()``
+  for tests and plain views.
+
+Nothing here touches the disk, a socket or Textual's event loop; it is safe to use from a
+worker thread as long as one thread at a time calls it (the pane keeps it on the UI thread).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rich.color import Color as RichColor
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual.strip import Strip
+
+from bittty import Board
+from bittty.style import Style as BStyle
+
+ENGINE_NAME = "bittty"
+
+# A chunk larger than this many screenfuls is cut to its tail before parsing.
+SKIP_SCREENFULS = 8
+# Never look further back than this for the tail (a screen of very long lines).
+MAX_TAIL_BYTES = 512 * 1024
+MIN_SKIP_BYTES = 64 * 1024
+
+# DEC private modes the pane cares about; replayed when a chunk is skipped.
+_PRIVATE_MODE_RE = re.compile(rb"\x1b\[\?([0-9;]+)([hl])")
+_TRACKED_MODES = {1, 25, 47, 1047, 1049, 2004, 1000, 1002, 1003, 1006}
+_KEYPAD_RE = re.compile(rb"\x1b([=>])")
+_RESET_ATTRS = b"\x1b[0m"
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Terminal modes a key translator needs."""
+
+    app_cursor: bool = False  # DECCKM (?1): arrows send ESC O A instead of ESC [ A
+    bracketed_paste: bool = False  # ?2004: wrap pastes in ESC[200~ ... ESC[201~
+    alt_screen: bool = False  # ?1049 / ?1047 / ?47
+    app_keypad: bool = False  # DECKPAM (ESC =)
+    cursor_visible: bool = True  # ?25
+
+
+def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
+    """Return ``(cut, tail)``: where a big chunk may be cut so the tail still rebuilds the
+    last screen. The cut is just after a newline, with at least ``rows`` newlines after it
+    (so line-oriented output renders exactly as if fed whole), and never more than
+    ``MAX_TAIL_BYTES`` back. ``cut == 0`` means feed everything."""
+    limit = max(MIN_SKIP_BYTES, rows * max(cols, 1) * SKIP_SCREENFULS)
+    if len(data) <= limit:
+        return 0, data
+    floor = max(0, len(data) - MAX_TAIL_BYTES)
+    pos = len(data)
+    found = 0
+    while found <= rows:
+        nl = data.rfind(b"\n", floor, pos)
+        if nl < 0:
+            break
+        found += 1
+        pos = nl
+    if found <= rows:
+        # Not enough lines in the window: cut at the window floor, after a newline if any.
+        nl = data.find(b"\n", floor)
+        cut = nl + 1 if nl >= 0 else floor
+    else:
+        cut = pos + 1
+    # Never cut inside a UTF-8 sequence (only possible when no newline was found).
+    while cut < len(data) and (data[cut] & 0xC0) == 0x80:
+        cut += 1
+    return cut, data[cut:]
+
+
+def _mode_replay(skipped: bytes) -> bytes:
+    """The DEC private mode / keypad settings the skipped bytes left in force, as bytes to
+    feed before the tail (so alternate screen, DECCKM, bracketed paste survive a skip)."""
+    last: dict[int, bytes] = {}
+    for m in _PRIVATE_MODE_RE.finditer(skipped):
+        hl = m.group(2)
+        for p in m.group(1).split(b";"):
+            if p.isdigit() and int(p) in _TRACKED_MODES:
+                n = int(p)
+                last.pop(n, None)  # keep order of last occurrence
+                last[n] = hl
+    out = [b"\x1b[?%d%s" % (n, hl) for n, hl in last.items()]
+    keypad = None
+    for m in _KEYPAD_RE.finditer(skipped):
+        keypad = m.group(1)
+    if keypad:
+        out.append(b"\x1b" + keypad)
+    return b"".join(out)
+
+
+def _rich_color(c) -> RichColor | None:
+    if c is None or c.mode == "default":
+        return None
+    if c.mode == "indexed":
+        return RichColor.from_ansi(int(c.value) & 0xFF)
+    r, g, b = c.value
+    return RichColor.from_rgb(r, g, b)
+
+
+@lru_cache(maxsize=4096)
+def _rich_style(style: BStyle) -> RichStyle:
+    return RichStyle(
+        color=_rich_color(style.fg),
+        bgcolor=_rich_color(style.bg),
+        bold=style.bold,
+        dim=style.dim,
+        italic=style.italic,
+        underline=style.underline,
+        blink=style.blink,
+        reverse=style.reverse,
+        strike=style.strike,
+        conceal=style.conceal,
+        overline=style.overline,
+    )
+
+
+_CURSOR_STYLE = RichStyle(reverse=True)
+
+
+class _ReplySink:
+    """A bittty host connection that only collects the emulator's replies (DA, DSR...)."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+        self.enabled = True
+
+    def write(self, data):
+        if self.enabled:
+            self.pending += data.encode("utf-8", "replace") if isinstance(data, str) else data
+        return len(data)
+
+    def write_bytes(self, data):
+        return self.write(data)
+
+    def flush(self):
+        pass
+
+    def resize(self, rows, cols):  # the pane resizes the job itself
+        pass
+
+    def configure_line(self, line):
+        pass
+
+
+class VTEngine:
+    """Screen state of one terminal: feed bytes, read rows."""
+
+    def __init__(self, rows: int = 24, cols: int = 80) -> None:
+        self.rows = max(1, rows)
+        self.cols = max(1, cols)
+        self._board = Board(width=self.cols, height=self.rows)
+        self._replies = _ReplySink()
+        self._board.host.attach(self._replies)
+        self._seen = self._board.blitter.current_page.observe()
+        self._page = self._board.blitter.current_page
+        self._all_dirty = True
+        self.bytes_fed = 0
+        self.bytes_skipped = 0
+
+    # -- input ---------------------------------------------------------------------------
+
+    def feed(self, data: bytes, *, replies: bool = True) -> None:
+        """Feed job output. ``replies=False`` drops answers to queries found in it (used
+        when replaying old output from the log: the job asked those long ago)."""
+        if not data:
+            return
+        cut, tail = safe_tail(data, self.rows, self.cols)
+        if cut:
+            self.bytes_skipped += cut
+            # Reset attributes and replay modes the skipped part set, then the tail.
+            tail = _RESET_ATTRS + _mode_replay(data[:cut]) + tail
+            self._all_dirty = True
+        self._replies.enabled = replies
+        try:
+            self._board.feed_host_data(tail)
+        finally:
+            self._replies.enabled = True
+        self.bytes_fed += len(data)
+
+    def take_replies(self) -> bytes:
+        """Bytes the emulator wants to send back to the job (answers to DA/DSR queries)."""
+        out = bytes(self._replies.pending)
+        self._replies.pending.clear()
+        return out
+
+    def resize(self, rows: int, cols: int) -> None:
+        rows, cols = max(1, rows), max(1, cols)
+        if (rows, cols) == (self.rows, self.cols):
+            return
+        self.rows, self.cols = rows, cols
+        self._board.resize(cols, rows)
+        self._all_dirty = True
+
+    def reset(self) -> None:
+        """Forget everything (a fresh screen)."""
+        self._board = Board(width=self.cols, height=self.rows)
+        self._replies = _ReplySink()
+        self._board.host.attach(self._replies)
+        self._page = self._board.blitter.current_page
+        self._seen = self._page.observe()
+        self._all_dirty = True
+
+    # -- state ---------------------------------------------------------------------------
+
+    def take_dirty(self) -> set[int]:
+        """Row indexes changed since the previous call."""
+        page = self._board.blitter.current_page
+        if self._all_dirty or page is not self._page:
+            rows = set(range(self.rows))
+        else:
+            rows = {y for y in page.dirty_rows(self._seen) if y < self.rows}
+        self._page = page
+        self._all_dirty = False
+        self._seen = page.observe()
+        return rows
+
+    @property
+    def dirty_rows(self) -> set[int]:
+        """Rows changed since the last :meth:`take_dirty` (does not reset)."""
+        page = self._board.blitter.current_page
+        if self._all_dirty or page is not self._page:
+            return set(range(self.rows))
+        return {y for y in page.dirty_rows(self._seen) if y < self.rows}
+
+    @property
+    def cursor(self) -> tuple[int, int, bool]:
+        b = self._board
+        return b.cursor.x, b.cursor.y, bool(b.modes.cursor_visible)
+
+    @property
+    def modes(self) -> Modes:
+        b = self._board
+        return Modes(
+            app_cursor=bool(b.modes.cursor_application_mode),
+            bracketed_paste=bool(b.modes.bracketed_paste),
+            alt_screen=bool(b.blitter.in_alt_screen),
+            app_keypad=bool(getattr(b.modes, "application_keypad", False)),
+            cursor_visible=bool(b.modes.cursor_visible),
+        )
+
+    @property
+    def title(self) -> str:
+        t = getattr(self._board, "title", None)
+        return str(getattr(t, "title", "") or "") if t is not None else ""
+
+    # -- output --------------------------------------------------------------------------
+
+    def _row(self, y: int):
+        page = self._board.blitter.current_page
+        if 0 <= y < page.height:
+            return page.grid[y]
+        return ()
+
+    def line_text(self, y: int) -> str:
+        return "".join(cell[1] for cell in self._row(y)).rstrip()
+
+    def screen_text(self) -> str:
+        """The visible screen as text, trailing blanks and blank bottom rows removed."""
+        lines = [self.line_text(y) for y in range(self.rows)]
+        while lines and not lines[-1]:
+            lines.pop()
+        return "\n".join(lines)
+
+    def cell_style(self, x: int, y: int) -> RichStyle:
+        row = self._row(y)
+        if 0 <= x < len(row):
+            return _rich_style(row[x][0])
+        return RichStyle()
+
+    def render_line(self, y: int, width: int | None = None, *, show_cursor: bool = True) -> Strip:
+        """Row ``y`` as a Textual Strip, ``width`` cells wide (default: the engine's)."""
+        width = self.cols if width is None else width
+        row = self._row(y)
+        cx, cy, visible = self.cursor
+        cursor_x = cx if (show_cursor and visible and cy == y) else -1
+        segments: list[Segment] = []
+        run: list[str] = []
+        run_style = None
+        used = 0
+        limit = min(len(row), width)
+        for x in range(limit):
+            bstyle, ch = row[x]
+            if ch == "":  # continuation column of a wide glyph
+                continue
+            if x + 1 == limit and x + 1 < len(row) and row[x + 1][1] == "":
+                ch = " "  # a wide glyph cut by the pane's edge
+            style = _rich_style(bstyle)
+            if x == cursor_x:
+                style = style + _CURSOR_STYLE
+            if style is not run_style and style != run_style:
+                if run:
+                    segments.append(Segment("".join(run), run_style))
+                run = []
+                run_style = style
+            run.append(ch)
+            used = x + 1
+        if run:
+            segments.append(Segment("".join(run), run_style))
+        if used < width:
+            pad = width - used
+            if cursor_x >= used and cursor_x < width:
+                before = cursor_x - used
+                if before:
+                    segments.append(Segment(" " * before))
+                segments.append(Segment(" ", _CURSOR_STYLE))
+                if pad - before - 1 > 0:
+                    segments.append(Segment(" " * (pad - before - 1)))
+            else:
+                segments.append(Segment(" " * pad))
+        return Strip(segments, width)
