@@ -1,0 +1,467 @@
+"""The terminal pane: a live, typeable view of one PTY job inside the dashboard.
+
+``TerminalPane(registry, session_id)`` attaches to the job's supervisor (``registry.stream``)
+in a worker thread. Output is collected there and handed to the UI in coalesced batches;
+the UI feeds it to the VT engine (tui/vt.py) and repaints only the rows that changed, at
+most ``MAX_FPS`` times a second. The pane's size is the job's terminal size.
+
+On attach the pane first rebuilds the job's current screen from the tail of its on-disk
+log, then nudges the job with a resize so a full-screen program repaints.
+
+Keys go to the job translated for the modes it asked for (tui/keys.py), sent with source
+"human". Chords (tui/keys.py): Ctrl-] posts ``TerminalPane.Leave``, Ctrl-T posts
+``TerminalPane.FullAttach``. When the job ends (or its supervisor dies) the pane says so,
+posts ``TerminalPane.Ended`` and stops its stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual import events
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
+from .vt import VTEngine, _mode_replay, safe_tail
+
+MAX_FPS = 30
+TAIL_BYTES = 256 * 1024  # recent output replayed on attach
+MAX_PENDING = 4 * 1024 * 1024  # bytes waiting for the UI before the oldest are dropped
+NUDGE_DELAY = 0.15  # seconds between the two halves of the resize nudge
+
+
+def _read_tail(registry, session_id: str, end: int | None, limit: int = TAIL_BYTES) -> bytes:
+    """Up to ``limit`` bytes of the job's output ending at absolute offset ``end`` (None:
+    the end of the log), read from the retained log segments (docs/internals.md)."""
+    try:
+        files = [Path(p) for p in registry.log_files(session_id)]
+    except Exception:
+        return b""
+    if not isinstance(files, list) or not files:
+        return b""
+    dropped = 0
+    try:
+        state = json.loads((files[-1].parent / "logstate.json").read_text())
+        dropped = int(state.get("dropped_bytes", 0))
+    except (OSError, ValueError, AttributeError):
+        pass
+    segments = []  # (absolute start, path, size)
+    pos = dropped
+    for f in files:
+        try:
+            size = f.stat().st_size
+        except OSError:
+            continue
+        segments.append((pos, f, size))
+        pos += size
+    total_end = pos
+    if end is None or end > total_end:
+        end = total_end
+    start = max(end - limit, segments[0][0] if segments else 0)
+    out = bytearray()
+    for seg_start, path, size in segments:
+        seg_end = seg_start + size
+        lo, hi = max(start, seg_start), min(end, seg_end)
+        if lo >= hi:
+            continue
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(lo - seg_start)
+                out += fh.read(hi - lo)
+        except OSError:
+            continue
+    return bytes(out)
+
+
+class TerminalPane(Widget, can_focus=True):
+    """A terminal emulator view of one PTY job."""
+
+    DEFAULT_CSS = """
+    TerminalPane {
+        width: 1fr;
+        height: 1fr;
+        min-height: 3;
+        min-width: 10;
+    }
+    """
+
+    class Leave(Message):
+        """The user pressed the leave chord (Ctrl-])."""
+
+        def __init__(self, pane: TerminalPane) -> None:
+            super().__init__()
+            self.pane = pane
+            self.session_id = pane.session_id
+
+        @property
+        def control(self) -> TerminalPane:
+            return self.pane
+
+    class FullAttach(Message):
+        """The user asked for the full-screen attach (Ctrl-T)."""
+
+        def __init__(self, pane: TerminalPane) -> None:
+            super().__init__()
+            self.pane = pane
+            self.session_id = pane.session_id
+
+        @property
+        def control(self) -> TerminalPane:
+            return self.pane
+
+    class Ended(Message):
+        """The job's stream ended: the job exited, or its supervisor is gone.
+        ``status`` is the registry's poll dict (or an error dict)."""
+
+        def __init__(self, pane: TerminalPane, status: dict) -> None:
+            super().__init__()
+            self.pane = pane
+            self.session_id = pane.session_id
+            self.status = status
+
+        @property
+        def control(self) -> TerminalPane:
+            return self.pane
+
+    class _Output(Message):
+        """Internal: the reader thread has bytes waiting."""
+
+    class _Attached(Message):
+        """Internal: the recent-output tail is ready; live bytes follow."""
+
+        def __init__(self, tail: bytes, stream) -> None:
+            super().__init__()
+            self.tail = tail
+            self.stream = stream
+
+    class _Gone(Message):
+        """Internal: the stream ended or could not be opened."""
+
+        def __init__(self, status: dict, note: str) -> None:
+            super().__init__()
+            self.status = status
+            self.note = note
+
+    def __init__(
+        self,
+        registry,
+        session_id: str,
+        *,
+        source: str = "human",
+        answer_queries: bool = False,
+        nudge: bool = True,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.registry = registry
+        self.session_id = session_id
+        self.source = source
+        # The supervisor answers terminal queries (DA, cursor position) itself; set this to
+        # let the pane's engine answer instead.
+        self.answer_queries = answer_queries
+        self.nudge = nudge
+        self.engine = VTEngine(24, 80)
+        self.ended: dict | None = None
+        self._stream = None
+        self._lock = threading.Lock()
+        self._pending = bytearray()
+        self._posted = False
+        self._stop = threading.Event()
+        self._attached = False
+        self._last_paint = 0.0
+        self._flush_timer = None
+        self._unsent = bytearray()  # keys typed before the stream is open
+        self._job_size: tuple[int, int] | None = None
+        self._last_cursor: tuple[int, int] = (0, 0)
+        self._thread: threading.Thread | None = None
+        self.frames = 0  # repaints done (for tests / stats)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        rows, cols = self._pane_size()
+        self.engine.resize(rows, cols)
+        self._thread = threading.Thread(
+            target=self._reader, name=f"terminal-{self.session_id}", daemon=True
+        )
+        self._thread.start()
+
+    def on_unmount(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop reading and close the stream (the job keeps running)."""
+        self._stop.set()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:
+                pass
+
+    def _pane_size(self) -> tuple[int, int]:
+        size = self.content_size if self.is_mounted else self.size
+        rows, cols = size.height, size.width
+        if rows < 1 or cols < 1:
+            return 24, 80
+        return rows, cols
+
+    # -- reader thread -------------------------------------------------------------------
+
+    def _reader(self) -> None:
+        reg, sid = self.registry, self.session_id
+        try:
+            stream = reg.stream(sid, input=True, source=self.source)
+        except Exception as exc:  # SupervisorGone or anything else: show the log
+            stream = {"status": "error", "error": str(exc) or type(exc).__name__}
+        if isinstance(stream, dict):
+            tail = _read_tail(reg, sid, None)
+            self._post(self._Attached(tail, None))
+            status = self._final_status()
+            self._post(self._Gone(status, stream.get("error", "")))
+            return
+        if self._stop.is_set():
+            stream.close()
+            return
+        self._stream = stream
+        tail = _read_tail(reg, sid, getattr(stream, "offset", None))
+        self._post(self._Attached(tail, stream))
+        while not self._stop.is_set():
+            try:
+                data = stream.read(0.25)
+            except Exception:
+                data = b""
+            if data is None:
+                continue
+            if not data:
+                break
+            with self._lock:
+                self._pending += data
+                if len(self._pending) > MAX_PENDING:
+                    self._trim_pending()
+                post = not self._posted
+                self._posted = True
+            if post:
+                self._post(self._Output())
+        if self._stop.is_set():
+            return
+        try:
+            stream.close()
+        except Exception:
+            pass
+        self._post(self._Gone(self._final_status(), ""))
+
+    def _trim_pending(self) -> None:
+        """The UI is far behind: keep only what rebuilds the last screen (lock held)."""
+        data = bytes(self._pending)
+        cut, tail = safe_tail(data, self.engine.rows, self.engine.cols)
+        if cut:
+            self._pending = bytearray(b"\x1b[0m" + _mode_replay(data[:cut]) + tail)
+
+    def _final_status(self) -> dict:
+        status: dict = {}
+        for _ in range(20):  # the exit record lands right after the stream ends
+            try:
+                status = self.registry.poll(self.session_id)
+            except Exception as exc:
+                return {"status": "error", "error": str(exc)}
+            if not isinstance(status, dict) or status.get("status") != "running":
+                break
+            if self._stop.wait(0.1):
+                break
+        return status if isinstance(status, dict) else {"status": "error"}
+
+    def _post(self, message: Message) -> None:
+        if not self._stop.is_set():
+            try:
+                self.post_message(message)
+            except Exception:
+                pass
+
+    # -- UI side -------------------------------------------------------------------------
+
+    def on_terminal_pane__attached(self, message: _Attached) -> None:
+        message.stop()
+        self._attached = True
+        if message.tail:
+            self.engine.feed(message.tail, replies=False)
+            self.engine.take_replies()
+        self._repaint()
+        if message.stream is not None:
+            if self._unsent:
+                self._send(bytes(self._unsent))
+                self._unsent.clear()
+            self._sync_size(nudge=self.nudge)
+
+    def on_terminal_pane__output(self, message: _Output) -> None:
+        message.stop()
+        if self._flush_timer is not None:
+            return
+        wait = self._last_paint + 1.0 / MAX_FPS - time.monotonic()
+        if wait > 0:
+            self._flush_timer = self.set_timer(wait, self._flush)
+        else:
+            self._flush()
+
+    def on_terminal_pane__gone(self, message: _Gone) -> None:
+        message.stop()
+        self._flush()
+        self.ended = message.status
+        self._stream = None
+        st = message.status or {}
+        if st.get("status") == "exited":
+            reason = st.get("completion_reason") or "exited"
+            code = st.get("exit_code")
+            if reason == "lost":
+                note = "[supervisor gone: job lost]"
+            elif reason == "exited":
+                note = f"[process exited with code {code}]"
+            else:
+                note = f"[process {reason}, exit code {code}]"
+        elif st.get("status") == "running":
+            note = "[stream ended: the job's supervisor is not answering]"
+        else:
+            note = f"[cannot attach: {message.note or st.get('error') or 'unknown error'}]"
+        self.engine.feed(b"\x1b[0m\r\n\x1b[7m" + note.encode() + b"\x1b[0m", replies=False)
+        self._repaint()
+        self.post_message(self.Ended(self, st))
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        with self._lock:
+            data = bytes(self._pending)
+            self._pending.clear()
+            self._posted = False
+        if data:
+            self.engine.feed(data)
+            replies = self.engine.take_replies()
+            if replies and self.answer_queries:
+                self._send(replies)
+        self._repaint()
+
+    def _repaint(self) -> None:
+        dirty = self.engine.take_dirty()
+        cx, cy, _ = self.engine.cursor
+        if (cx, cy) != self._last_cursor:
+            dirty.add(self._last_cursor[1])
+            dirty.add(cy)
+            self._last_cursor = (cx, cy)
+        self._last_paint = time.monotonic()
+        if not dirty:
+            return
+        self.frames += 1
+        width = self.size.width
+        if len(dirty) > self.engine.rows // 2:
+            self.refresh()
+            return
+        for y in dirty:
+            self.refresh(Region(0, y, width, 1))
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y < self.engine.rows:
+            return self.engine.render_line(y, width, show_cursor=self.has_focus and self.ended is None)
+        return Strip([Segment(" " * width)], width)
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return self.engine.cols
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self.engine.rows
+
+    # -- size ----------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        rows, cols = self._pane_size()
+        self.engine.resize(rows, cols)
+        self.refresh()
+        if self._attached and self._stream is not None:
+            self._sync_size(nudge=False)
+
+    def _sync_size(self, nudge: bool) -> None:
+        """Give the job the pane's size; with ``nudge``, change it and back so a
+        full-screen program gets SIGWINCH and repaints even if the size is the same."""
+        rows, cols = self._pane_size()
+        want = (rows, cols)
+        do_nudge = nudge and self.engine.modes.alt_screen
+        if want == self._job_size and not do_nudge:
+            return
+        self._job_size = want
+        reg, sid = self.registry, self.session_id
+
+        def work() -> None:
+            try:
+                if do_nudge:
+                    reg.resize(sid, rows, max(1, cols - 1))
+                    time.sleep(NUDGE_DELAY)
+                reg.resize(sid, rows, cols)
+            except Exception:
+                pass
+
+        threading.Thread(target=work, name="terminal-resize", daemon=True).start()
+
+    # -- input ---------------------------------------------------------------------------
+
+    def _send(self, data: bytes) -> bool:
+        if not data or self.ended is not None:
+            return False
+        stream = self._stream
+        if stream is None or not self._attached:
+            self._unsent += data
+            return True
+        try:
+            stream.send(data)
+            return True
+        except OSError:
+            return False
+
+    def send_text(self, text: str) -> None:
+        """Type text into the job as if pasted (bracketed when the job asked for it)."""
+        self._send(paste_bytes(text, self.engine.modes))
+
+    async def on_key(self, event: events.Key) -> None:
+        if event.key == LEAVE_KEY:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Leave(self))
+            return
+        if event.key == FULL_ATTACH_KEY:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.FullAttach(self))
+            return
+        data = translate_key(event.key, event.character, self.engine.modes)
+        if data is None:
+            return
+        event.stop()
+        event.prevent_default()
+        self._send(data)
+
+    def on_paste(self, event: events.Paste) -> None:
+        event.stop()
+        event.prevent_default()
+        self.send_text(event.text)
+
+    def on_focus(self, event: events.Focus) -> None:
+        cy = self.engine.cursor[1]
+        self.refresh(Region(0, cy, self.size.width, 1))
+
+    def on_blur(self, event: events.Blur) -> None:
+        cy = self.engine.cursor[1]
+        self.refresh(Region(0, cy, self.size.width, 1))
+
+    # -- conveniences for tests and the app ---------------------------------------------
+
+    def screen_text(self) -> str:
+        return self.engine.screen_text()
