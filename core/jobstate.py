@@ -1,0 +1,110 @@
+"""A job's state as read from its folder: meta, process, exit, and whether it still runs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import proctree
+from .paths import read_json
+
+
+class CorruptJob(Exception):
+    """A job folder whose files cannot be read as they should be."""
+
+
+@dataclass
+class Job:
+    session_id: str
+    dir: Path
+    meta: dict
+    proc: dict | None
+    exit: dict | None
+    supervisor_alive: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return self.exit is None and self.supervisor_alive
+
+    @property
+    def status(self) -> str:
+        return "running" if self.running else "exited"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.get("pid") if self.proc else None
+
+    @property
+    def started_at(self) -> float:
+        return float((self.proc or {}).get("started_at") or self.meta.get("created_at") or 0)
+
+    @property
+    def outcome(self) -> dict:
+        """The exit record; a job whose supervisor vanished without one is `lost`."""
+        if self.exit is not None:
+            return self.exit
+        if self.running:
+            return {}
+        return {"exit_code": None, "signal": None, "completion_reason": "lost", "ended_at": None}
+
+    def uptime(self) -> float:
+        end = self.outcome.get("ended_at") if not self.running else None
+        return round(max(0.0, (end or time.time()) - self.started_at), 3)
+
+    def started_iso(self) -> str:
+        return datetime.fromtimestamp(self.started_at, timezone.utc).isoformat(timespec="seconds")
+
+    def leftover_pids(self) -> list[int]:
+        """Processes of the job still alive after its direct child exited."""
+        if self.running or not self.proc:
+            return []
+        sup = self.proc.get("supervisor_pid") if self.supervisor_alive else None
+        pids = proctree.descendants(sup, self.pid) if sup else _session_members(self.pid)
+        return sorted(pids)
+
+
+def _session_members(sid: int | None) -> list[int]:
+    if sid is None:
+        return []
+    return [p for p in proctree.descendants(-1, sid)]
+
+
+def load(jobdir: Path) -> Job:
+    """Read a job folder; CorruptJob when its files are damaged."""
+    try:
+        meta = read_json(jobdir / "meta.json")
+        proc = read_json(jobdir / "proc.json")
+        exit_ = read_json(jobdir / "exit.json")
+    except (ValueError, OSError) as exc:
+        raise CorruptJob(f"damaged job folder {jobdir.name}: {exc}") from exc
+    if meta is None:
+        raise CorruptJob(f"damaged job folder {jobdir.name}: meta.json is missing")
+    if not isinstance(meta.get("command"), str):
+        raise CorruptJob(f"damaged job folder {jobdir.name}: meta.json has no command")
+    job = Job(jobdir.name, jobdir, meta, proc, exit_)
+    if exit_ is None and proc:
+        job.supervisor_alive = _supervisor_alive(proc)
+        if not job.supervisor_alive:  # it may have written its record just before exiting
+            job.exit = _reread_exit(jobdir)
+    elif exit_ is None and proc is None:
+        job.supervisor_alive = time.time() - float(meta.get("created_at", 0)) < 10
+    elif proc:
+        job.supervisor_alive = _supervisor_alive(proc)
+    return job
+
+
+def _supervisor_alive(proc: dict) -> bool:
+    try:
+        return proctree.is_alive(int(proc["supervisor_pid"]), int(proc["supervisor_start"]))
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _reread_exit(jobdir: Path) -> dict | None:
+    try:
+        return read_json(jobdir / "exit.json")
+    except ValueError:
+        return None

@@ -1,0 +1,126 @@
+"""Client side of the supervisor socket protocol (docs/internals.md): requests and live streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import time
+from pathlib import Path
+
+VERSION = 1
+
+
+class SupervisorGone(Exception):
+    """The job's supervisor is not there to answer (finished, or died)."""
+
+
+def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
+    """A connected socket to the job's supervisor, retrying up to `retry_for` s while it starts."""
+    deadline = time.monotonic() + retry_for
+    while True:
+        address, dirfd = _address(jobdir)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(address)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise SupervisorGone(str(exc)) from exc
+            time.sleep(0.005)
+        finally:
+            if dirfd is not None:
+                os.close(dirfd)
+
+
+def _address(jobdir: Path) -> tuple[str, int | None]:
+    path = str(jobdir / "sock")
+    if len(path.encode()) < 100:
+        return path, None
+    fd = os.open(jobdir, os.O_PATH | os.O_DIRECTORY)
+    return f"/proc/self/fd/{fd}/sock", fd
+
+
+def request(jobdir: Path, message: dict, timeout: float | None = 10.0, retry_for: float = 0.0) -> dict:
+    """Send one request and return its reply; SupervisorGone when nobody answers."""
+    sock = connect(jobdir, retry_for)
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(json.dumps(message).encode() + b"\n")
+        return _read_reply(sock)
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        raise SupervisorGone(str(exc)) from exc
+    finally:
+        sock.close()
+
+
+def _read_reply(sock: socket.socket) -> dict:
+    buf = b""
+    while b"\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise SupervisorGone("the supervisor closed the connection")
+        buf += chunk
+    line, rest = buf.split(b"\n", 1)
+    reply = json.loads(line)
+    reply["_rest"] = rest
+    return reply
+
+
+class Stream:
+    """A live attach: output bytes from absolute `offset` on; `send` types into the job."""
+
+    def __init__(self, sock: socket.socket, offset: int, pty: bool, first: bytes) -> None:
+        self.sock = sock
+        self.offset = offset
+        self.pty = pty
+        self._first = first
+        self.closed = False
+
+    @classmethod
+    def open(cls, jobdir: Path, input: bool = False, source: str = "human") -> Stream:
+        sock = connect(jobdir, retry_for=2.0)
+        sock.settimeout(10.0)
+        sock.sendall(json.dumps({"op": "attach", "input": input, "source": source}).encode() + b"\n")
+        reply = _read_reply(sock)
+        if not reply.get("ok"):
+            sock.close()
+            raise SupervisorGone(reply.get("error", "attach refused"))
+        sock.settimeout(None)
+        return cls(sock, int(reply["offset"]), bool(reply.get("pty")), reply["_rest"])
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def read(self, timeout: float | None = None) -> bytes | None:
+        """Output bytes; None when nothing came within `timeout`; b"" at the end of the stream."""
+        if self._first:
+            data, self._first = self._first, b""
+        else:
+            if self.closed:
+                return b""
+            ready, _, _ = select.select([self.sock], [], [], timeout)
+            if not ready:
+                return None
+            try:
+                data = self.sock.recv(262144)
+            except OSError:
+                data = b""
+        self.offset += len(data)
+        return data
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.sock.close()
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,435 @@
+"""ProcessRegistry: the public Python API, a view over the state home.
+
+Queries (list, poll, read_log) read job folders; live operations (write, submit, close_stdin,
+resize, signal, kill, wait, stream) go to each job's supervisor socket. Every method returns a
+JSON-able dict (or list of dicts) and never raises for bad input.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import math
+import os
+import select
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import events, logstore, proctree, protocol, text
+from .envsafe import child_env, shell_argv
+from .jobstate import CorruptJob, Job, load
+from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, resolve_home,
+                    resolve_id, write_json_atomic)
+
+SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
+MAX_WRITE = 1 << 20
+DEFAULT_MAX_WAIT = 180.0
+SIGNALS = ("INT", "TERM", "HUP", "KILL", "QUIT", "USR1", "USR2", "STOP", "CONT", "WINCH")
+
+
+class BadInput(Exception):
+    """Bad input from the caller: becomes {"status": "error", "error": message}."""
+
+
+def _safe(method):
+    """Turn every failure into the contract's error dict instead of an exception."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except IdError as exc:
+            return {"status": exc.status, "error": str(exc)}
+        except (BadInput, CorruptJob) as exc:
+            return {"status": "error", "error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
+            return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+    return wrapper
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+        return value if math.isfinite(value) and value > 0 else default
+    except ValueError:
+        return default
+
+
+def _number(value, name: str, *, positive: bool = True, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{name} must be a number of seconds, not {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise BadInput(f"{name} must be a positive finite number of seconds, not {value!r}")
+    return value
+
+
+def _size(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 10000:
+        raise BadInput(f"{name} must be a whole number from 1 to 9999, not {value!r}")
+    return value
+
+
+class ProcessRegistry:
+    """Durable background jobs under a state home; see CONTRACT.md for every method."""
+
+    def __init__(self, home: str | os.PathLike | None = None) -> None:
+        self.home = ensure_private_dir(resolve_home(home))
+        self.jobs_dir = ensure_private_dir(self.home / "jobs")
+        self._last_prune = 0.0
+
+    # ---- lookup ------------------------------------------------------------------------
+    def _job(self, session_id) -> Job:
+        return load(self.jobs_dir / resolve_id(self.jobs_dir, session_id))
+
+    def job_dir(self, session_id) -> Path:
+        return self.jobs_dir / resolve_id(self.jobs_dir, session_id)
+
+    def log_files(self, session_id) -> list[Path]:
+        return logstore.segments(self.job_dir(session_id))
+
+    # ---- spawn -------------------------------------------------------------------------
+    @_safe
+    def spawn(self, command: str, *, cwd=None, env=None, pty: bool = False, name=None, task_id: str = "",
+              session_key: str = "", notify_on_complete: bool = False, watch_patterns=None,
+              rows: int = 30, cols: int = 120, max_runtime=None) -> dict:
+        meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
+                                watch_patterns, rows, cols, max_runtime)
+        jobdir = self.jobs_dir / meta["session_id"]
+        jobdir.mkdir(mode=0o700)
+        write_json_atomic(jobdir / "meta.json", meta)
+        argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
+                meta["cwd"], "--", *meta["shell"], command]
+        with open(jobdir / "supervisor.log", "ab") as errlog:
+            sup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
+                                   env=child_env(env, pty), start_new_session=True, close_fds=True)
+        line = sup.stdout.readline()
+        sup.stdout.close()
+        threading.Thread(target=sup.wait, daemon=True).start()
+        self._auto_prune()
+        report = _parse_report(line)
+        if "error" in report:
+            shutil.rmtree(jobdir, ignore_errors=True)
+            return {"status": "error", "error": f"Cannot start {command!r}: {report['error']}"}
+        return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
+                "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
+
+    def _spawn_meta(self, command, cwd, env, pty, name, task_id, session_key, notify, watch, rows, cols,
+                    max_runtime) -> dict:
+        if not isinstance(command, str) or not command.strip():
+            raise BadInput("command must be a non-empty string")
+        if "\0" in command:
+            raise BadInput("command must not contain NUL characters")
+        cwd = os.getcwd() if cwd in (None, "") else cwd
+        if not isinstance(cwd, (str, os.PathLike)) or "\0" in str(cwd):
+            raise BadInput(f"cwd must be a path, not {cwd!r}")
+        cwd = os.path.abspath(os.path.expanduser(str(cwd)))
+        if not os.path.isdir(cwd):
+            raise BadInput(f"Working directory does not exist: {cwd}")
+        if env is not None and not (isinstance(env, dict) and all(
+                isinstance(k, str) and k and "=" not in k and "\0" not in k + str(v) for k, v in env.items())):
+            raise BadInput("env must be a dict of variable names to values")
+        _size(rows, "rows")
+        _size(cols, "cols")
+        if watch is not None and not (isinstance(watch, list) and all(isinstance(p, str) and p for p in watch)):
+            raise BadInput("watch_patterns must be a list of non-empty strings")
+        if max_runtime is not None:
+            max_runtime = _number(max_runtime, "max_runtime")
+        return {"session_id": new_session_id(), "command": command, "cwd": cwd, "pty": bool(pty),
+                "name": str(name) if name else "", "task_id": str(task_id or ""),
+                "session_key": str(session_key or ""), "notify_on_complete": bool(notify),
+                "watch_patterns": list(watch or []), "rows": rows, "cols": cols,
+                "max_runtime": max_runtime, "created_at": time.time(), "shell": shell_argv(command)[:-1],
+                "log_cap": int(_env_float("HERMES_PROCS_LOG_CAP", 64 << 20)),
+                "kill_grace": _env_float("HERMES_PROCS_KILL_GRACE", 3.0)}
+
+    # ---- queries -----------------------------------------------------------------------
+    @_safe
+    def poll(self, session_id) -> dict:
+        job = self._job(session_id)
+        result = self._summary(job, preview_chars=1000)
+        result["command"] = job.meta["command"]
+        if not job.running:
+            result.update(_outcome_fields(job))
+            result["leftover_pids"] = job.leftover_pids()
+        return result
+
+    def _summary(self, job: Job, preview_chars: int) -> dict:
+        result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
+                  "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
+                  "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
+                  "output_preview": text.last_chars(logstore.tail_bytes(job.dir, preview_chars * 4 + 4096),
+                                                    preview_chars),
+                  "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", "")}
+        if not job.running:
+            result.update(_outcome_fields(job))
+        return result
+
+    @_safe
+    def read_log(self, session_id, offset=None, limit: int = 200) -> dict:
+        if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
+            raise BadInput(f"offset must be a line number >= 0, not {offset!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise BadInput(f"limit must be a whole number >= 1, not {limit!r}")
+        job = self._job(session_id)
+        result = logstore.read_lines(job.dir, offset, min(limit, 100_000))
+        return {"status": job.status, "session_id": job.session_id, **result}
+
+    @_safe
+    def list(self, task_id=None, session_key=None) -> list[dict]:
+        rows = []
+        for session_id in list_job_ids(self.jobs_dir):
+            try:
+                job = load(self.jobs_dir / session_id)
+            except CorruptJob as exc:
+                rows.append({"session_id": session_id, "status": "corrupt", "error": str(exc), "command": "",
+                             "name": "", "pid": None, "pty": False, "cwd": None, "started_at": None,
+                             "uptime_seconds": 0, "output_preview": "", "_sort": 0.0})
+                continue
+            if task_id is not None and job.meta.get("task_id", "") != task_id:
+                continue
+            if session_key is not None and job.meta.get("session_key", "") != session_key:
+                continue
+            row = self._summary(job, preview_chars=200)
+            row["command"] = row["command"][:200]
+            row["_sort"] = job.started_at
+            rows.append(row)
+        rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
+        return rows
+
+    @_safe
+    def get(self, session_id) -> dict:
+        job = self._job(session_id)
+        return {**self._summary(job, 1000), "meta": job.meta, "proc": job.proc, "exit": job.outcome or None,
+                "dir": str(job.dir)}
+
+    @_safe
+    def inputs(self, session_id, limit: int = 20) -> list[dict]:
+        path = self.job_dir(session_id) / "inputs.jsonl"
+        try:
+            with open(path, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - (64 << 10)))
+                lines = fh.read().splitlines()[1 if size > 64 << 10 else 0:]
+        except FileNotFoundError:
+            return []
+        entries = [e for e in (events.parse_line(line) for line in lines) if e]
+        return entries[-limit:]
+
+    # ---- waiting -----------------------------------------------------------------------
+    @_safe
+    def wait(self, session_id, timeout=None, interrupt: threading.Event | None = None) -> dict:
+        maximum = _env_float("HERMES_PROCS_MAX_WAIT", DEFAULT_MAX_WAIT)
+        note = None
+        if timeout is None:
+            timeout = maximum
+        else:
+            timeout = _number(timeout, "timeout")
+            if timeout > maximum:
+                note = (f"timeout {timeout:g}s was clamped to the maximum of {maximum:g}s "
+                        "(HERMES_PROCS_MAX_WAIT); call wait again to keep waiting")
+                timeout = maximum
+        job = self._job(session_id)
+        if job.running:
+            outcome = self._wait_socket(job, timeout, interrupt)
+            if outcome != "exited":
+                result = {"status": outcome, "session_id": job.session_id,
+                          "output": self._tail_text(job, 2000)}
+                if outcome == "timeout":
+                    result["timeout_note"] = note or f"still running after {timeout:g}s"
+                return result
+            job = load(job.dir)
+        result = {"status": "exited", "session_id": job.session_id, **_outcome_fields(job),
+                  "output": self._tail_text(job, 2000)}
+        if note:
+            result["timeout_note"] = note
+        return result
+
+    def _wait_socket(self, job: Job, timeout: float, interrupt) -> str:
+        deadline = time.monotonic() + timeout
+        try:
+            sock = protocol.connect(job.dir, retry_for=2.0)
+        except protocol.SupervisorGone:
+            return "exited"
+        with sock:
+            sock.sendall(b'{"op": "wait"}\n')
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "timeout"
+                if interrupt is not None and interrupt.is_set():
+                    return "interrupted"
+                ready, _, _ = select.select([sock], [], [], min(left, 0.05) if interrupt else left)
+                if ready:
+                    return "exited"
+
+    def _tail_text(self, job: Job, chars: int) -> str:
+        return text.last_chars(logstore.tail_bytes(job.dir, chars * 4 + 4096), chars)
+
+    # ---- live operations ---------------------------------------------------------------
+    def _live(self, job: Job, message: dict, timeout: float | None = 10.0) -> dict:
+        try:
+            return protocol.request(job.dir, message, timeout=timeout, retry_for=2.0)
+        except protocol.SupervisorGone:
+            return {"ok": False, "exited": True, "error": "the process has exited"}
+
+    @_safe
+    def write(self, session_id, data, source: str = "agent") -> dict:
+        return self._write(session_id, data, source, enter=False)
+
+    @_safe
+    def submit(self, session_id, data="", source: str = "agent") -> dict:
+        return self._write(session_id, data, source, enter=True)
+
+    def _write(self, session_id, data, source, enter: bool) -> dict:
+        if isinstance(data, str):
+            raw = data.encode()
+        elif isinstance(data, (bytes, bytearray)):
+            raw = bytes(data)
+        else:
+            raise BadInput(f"data must be a string, not {type(data).__name__}")
+        if not isinstance(source, str) or not source or len(source) > 32:
+            raise BadInput("source must be a short name such as 'agent', 'human' or 'cli'")
+        job = self._job(session_id)
+        if enter:
+            raw += b"\r" if job.meta.get("pty") else b"\n"
+        if len(raw) > MAX_WRITE:
+            raise BadInput(f"data is {len(raw)} bytes; at most {MAX_WRITE} bytes can be written per call")
+        if not job.running:
+            return self._already_exited(job)
+        reply = self._live(job, {"op": "write", "data": base64.b64encode(raw).decode(), "source": source})
+        if reply.get("ok"):
+            return {"status": "ok", "session_id": job.session_id, "bytes_written": reply["bytes_written"]}
+        return self._live_error(job, reply)
+
+    def _already_exited(self, job: Job) -> dict:
+        return {"status": "already_exited", "session_id": job.session_id, **_outcome_fields(job)}
+
+    def _live_error(self, job: Job, reply: dict) -> dict:
+        if reply.get("exited"):
+            return self._already_exited(load(job.dir))
+        return {"status": "error", "session_id": job.session_id, "error": reply.get("error", "failed")}
+
+    @_safe
+    def close_stdin(self, session_id) -> dict:
+        job = self._job(session_id)
+        if not job.running:
+            return self._already_exited(job)
+        reply = self._live(job, {"op": "close_stdin"})
+        return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
+
+    @_safe
+    def resize(self, session_id, rows, cols) -> dict:
+        _size(rows, "rows")
+        _size(cols, "cols")
+        job = self._job(session_id)
+        if not job.running:
+            return self._already_exited(job)
+        reply = self._live(job, {"op": "resize", "rows": rows, "cols": cols})
+        if reply.get("ok"):
+            return {"status": "ok", "session_id": job.session_id, "rows": rows, "cols": cols}
+        return self._live_error(job, reply)
+
+    @_safe
+    def signal(self, session_id, sig: str) -> dict:
+        name = str(sig).upper().removeprefix("SIG")
+        if name not in SIGNALS:
+            raise BadInput(f"unknown signal {sig!r}; use one of {', '.join(SIGNALS)}")
+        job = self._job(session_id)
+        if not job.running:
+            return self._already_exited(job)
+        reply = self._live(job, {"op": "signal", "signal": name})
+        return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
+
+    def stream(self, session_id, offset=None, input: bool = False, source: str = "human") -> protocol.Stream:
+        """A live attach to a running job (raises IdError / protocol.SupervisorGone)."""
+        return protocol.Stream.open(self.job_dir(session_id), input=input, source=source)
+
+    # ---- kill --------------------------------------------------------------------------
+    @_safe
+    def kill(self, session_id, grace=None) -> dict:
+        grace = _env_float("HERMES_PROCS_KILL_GRACE", 3.0) if grace is None else _number(
+            grace, "grace", allow_zero=True)
+        job = self._job(session_id)
+        if job.supervisor_alive:
+            reply = self._live(job, {"op": "kill", "grace": grace}, timeout=grace + 30)
+            if not reply.get("ok") and reply.get("exited"):  # finished while we asked
+                return self._kill_fallback(load(job.dir), grace)
+            survivors = reply.get("survivors", [])
+        else:
+            return self._kill_fallback(job, grace)
+        job = load(job.dir)
+        return self._kill_result(job, survivors, was_running=job.outcome.get("completion_reason") == "killed")
+
+    def _kill_fallback(self, job: Job, grace: float) -> dict:
+        """Kill without a supervisor: a lost job's tree, or an exited job's leftovers."""
+        root = job.pid if job.exit is None else None
+        ticks = (job.proc or {}).get("pid_start")
+        survivors = proctree.kill_tree(root, ticks, session=job.pid, grace=grace) if job.pid else []
+        if job.exit is None and job.proc and not survivors:
+            record = {"exit_code": -15, "signal": "SIGTERM", "completion_reason": "killed",
+                      "ended_at": time.time(), "note": "killed after its supervisor was lost"}
+            _link_exit(job.dir, record)
+            job = load(job.dir)
+            return self._kill_result(job, survivors, was_running=True)
+        return self._kill_result(job, survivors, was_running=False)
+
+    def _kill_result(self, job: Job, survivors: list[int], was_running: bool) -> dict:
+        if survivors:
+            return {"status": "error", "session_id": job.session_id, "survivors": survivors,
+                    "error": f"could not kill {len(survivors)} process(es) of the job: {survivors}"}
+        status = "killed" if was_running else "already_exited"
+        return {"status": status, "session_id": job.session_id, **_outcome_fields(job),
+                "output": self._tail_text(job, 2000)}
+
+    # ---- events and retention ----------------------------------------------------------
+    @_safe
+    def drain_events(self, consumer: str = "default", all_types: bool = False) -> list[dict]:
+        if not events.valid_consumer(consumer):
+            raise BadInput("consumer must be 1-64 characters of letters, digits, _ . @ -")
+        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES)
+
+    @_safe
+    def prune(self, keep_days=None, keep_count=None) -> dict:
+        from .retention import prune
+
+        return prune(self.jobs_dir, keep_days, keep_count)
+
+    def _auto_prune(self) -> None:
+        if time.monotonic() - self._last_prune > 60:
+            self._last_prune = time.monotonic()
+            self.prune()
+
+
+def _outcome_fields(job: Job) -> dict:
+    outcome = job.outcome
+    return {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
+            "signal": outcome.get("signal")}
+
+
+def _parse_report(line: bytes) -> dict:
+    import json
+
+    try:
+        report = json.loads(line)
+        if isinstance(report, dict) and ("pid" in report or "error" in report):
+            return report
+    except ValueError:
+        pass
+    return {"error": "the supervisor did not start (see supervisor.log in the job folder)"}
+
+
+def _link_exit(jobdir: Path, record: dict) -> None:
+    tmp = jobdir / f".exit.{os.getpid()}.tmp"
+    write_json_atomic(tmp, record)
+    try:
+        os.link(tmp, jobdir / "exit.json")
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,46 @@
+"""Pruning finished jobs: keep those younger than N days and at most the newest M; never a running one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from .jobstate import CorruptJob, load
+from .paths import list_job_ids
+
+DEFAULT_KEEP_DAYS = 7.0
+DEFAULT_KEEP_COUNT = 200
+
+
+def _setting(value, env: str, default: float) -> float:
+    if value is None:
+        try:
+            value = float(os.environ.get(env, default))
+        except ValueError:
+            value = default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{env.lower().removeprefix('hermes_procs_')} must be a number >= 0")
+    return float(value)
+
+
+def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict:
+    """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
+    days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
+    count = int(_setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
+    finished = []
+    for session_id in list_job_ids(jobs_dir):
+        try:
+            job = load(jobs_dir / session_id)
+        except CorruptJob:
+            continue  # damaged folders are shown, never silently deleted
+        if not job.running and not job.supervisor_alive:
+            ended = job.outcome.get("ended_at") or job.started_at
+            finished.append((ended, session_id))
+    finished.sort(reverse=True)
+    cutoff = time.time() - days * 86400
+    doomed = [sid for i, (ended, sid) in enumerate(finished) if i >= count or ended < cutoff]
+    for session_id in doomed:
+        shutil.rmtree(jobs_dir / session_id, ignore_errors=True)
+    return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed)}
