@@ -1,0 +1,58 @@
+"""Shared fixtures: a private temporary state home and a registry over it, real processes only."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from hermes_procs.core import ProcessRegistry
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    path = tmp_path / "home"
+    monkeypatch.setenv("HERMES_PROCS_HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def registry(home):
+    reg = ProcessRegistry(home=home)
+    yield reg
+    for job in reg.list():
+        if job.get("status") == "running" or job.get("leftover_pids"):
+            reg.kill(job["session_id"], grace=0.2)
+
+
+def wait_until(predicate, timeout: float = 5.0, interval: float = 0.01):
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def alive():
+    return pid_alive
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_env(monkeypatch):
+    monkeypatch.delenv("HERMES_PROCS_MAX_WAIT", raising=False)
+    monkeypatch.delenv("HERMES_PROCS_LOG_CAP", raising=False)
+    os.environ.pop("HERMES_PROCS_REDACT", None)
