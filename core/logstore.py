@@ -1,0 +1,518 @@
+"""Reading a job's on-disk output log: tails, byte ranges, line ranges, rotation.
+
+Layout of a job folder (see docs/internals.md, "Log cap")::
+
+    output.log.1     the older segment, present after the first rotation
+    output.log       the current segment, append-only
+    logstate.json    {"dropped_bytes": N} once output has been dropped by the cap
+
+Absolute byte offsets never go back: the first retained byte (the first byte of
+``output.log.1``, or of ``output.log`` when there is no older segment) has absolute offset
+``dropped_bytes``.  Every function here takes absolute offsets and clamps them to what is
+retained.
+
+Lines are split on ``b"\\n"`` in the raw bytes (so ``\\r\\n`` is one line break); each line is
+then turned into text with :func:`hermes_procs.core.text.to_text`.  When the cap dropped older
+output, line 0 is the first retained (possibly partial) line.  A trailing line without a
+newline yet counts as a line.
+
+:class:`LineIndex` keeps the start offset of every 64th line in an ``array('q')`` (about 1 MB
+for 6 M lines) and extends itself incrementally as the log grows; :func:`read_lines` keeps one
+index per job folder in a small in-process LRU cache, so repeated reads of a growing 500 MB
+log only scan the new bytes.  Nothing here decodes or holds a whole log in memory: scans read
+1 MiB chunks and any one returned line is capped at 64 KiB of raw bytes.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from array import array
+from collections import OrderedDict
+from itertools import accumulate
+from pathlib import Path
+from typing import Iterable, NamedTuple, Sequence
+
+from .text import to_text
+
+__all__ = [
+    "LOG_NAME",
+    "OLD_LOG_NAME",
+    "STATE_NAME",
+    "LINE_CAP",
+    "segments",
+    "dropped_bytes",
+    "total_bytes",
+    "read_bytes",
+    "tail_bytes",
+    "read_lines",
+    "LineIndex",
+]
+
+LOG_NAME = "output.log"
+OLD_LOG_NAME = "output.log.1"
+STATE_NAME = "logstate.json"
+
+CHUNK = 1 << 20  # scan granularity
+LINE_CAP = 64 * 1024  # raw bytes of one line turned into text by read_lines
+CHECKPOINT_EVERY = 64  # LineIndex keeps the start of every Nth line
+_CACHE_SIZE = 64  # LineIndex objects kept by read_lines
+
+
+# --- layout --------------------------------------------------------------------------
+
+
+def segments(jobdir: Path) -> list[Path]:
+    """The existing log segments of a job folder, oldest first."""
+    jobdir = Path(jobdir)
+    return [p for p in (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME) if p.is_file()]
+
+
+def dropped_bytes(jobdir: Path) -> int:
+    """Bytes dropped by the log cap (absolute offset of the first retained byte); 0 if unknown."""
+    try:
+        with open(Path(jobdir) / STATE_NAME, "rb") as f:
+            value = json.loads(f.read()).get("dropped_bytes", 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
+class _Rotated(Exception):
+    """A segment changed identity under us (the log rotated): reload and retry."""
+
+
+class _Seg(NamedTuple):
+    path: Path
+    start: int  # absolute offset of its first byte
+    size: int
+    ino: int
+
+
+class _Layout:
+    """A consistent snapshot of the retained segments."""
+
+    __slots__ = ("base", "segs", "end")
+
+    def __init__(self, base: int, segs: list[_Seg]) -> None:
+        self.base = base
+        self.segs = segs
+        self.end = segs[-1].start + segs[-1].size if segs else base
+
+    @staticmethod
+    def _stat(paths: Iterable[Path], base: int) -> list[_Seg]:
+        segs: list[_Seg] = []
+        pos = base
+        for p in paths:
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            segs.append(_Seg(p, pos, st.st_size, st.st_ino))
+            pos += st.st_size
+        return segs
+
+    @classmethod
+    def of_jobdir(cls, jobdir: Path) -> "_Layout":
+        paths = (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME)
+        segs: list[_Seg] = []
+        base = 0
+        for _ in range(5):
+            base = dropped_bytes(jobdir)
+            segs = cls._stat(paths, base)
+            if dropped_bytes(jobdir) == base and cls._same_files(segs):
+                break
+        return cls(base, segs)
+
+    @classmethod
+    def of_paths(cls, paths: Sequence[Path], base: int = 0) -> "_Layout":
+        return cls(base, cls._stat(paths, base))
+
+    @staticmethod
+    def _same_files(segs: list[_Seg]) -> bool:
+        for s in segs:
+            try:
+                if os.stat(s.path).st_ino != s.ino:
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def read(self, start: int, end: int | None = None) -> bytes:
+        """Bytes [start, end) by absolute offsets, clamped to this snapshot."""
+        if end is None or end > self.end:
+            end = self.end
+        start = max(start, self.base)
+        if start >= end:
+            return b""
+        out: list[bytes] = []
+        for s in self.segs:
+            lo = max(start, s.start)
+            hi = min(end, s.start + s.size)
+            if lo >= hi:
+                continue
+            try:
+                with open(s.path, "rb") as f:
+                    if os.fstat(f.fileno()).st_ino != s.ino:
+                        raise _Rotated(str(s.path))
+                    f.seek(lo - s.start)
+                    data = f.read(hi - lo)
+            except FileNotFoundError:
+                raise _Rotated(str(s.path)) from None
+            if len(data) != hi - lo:  # truncated under us
+                raise _Rotated(str(s.path))
+            out.append(data)
+        return out[0] if len(out) == 1 else b"".join(out)
+
+
+def total_bytes(jobdir: Path) -> int:
+    """Absolute end offset: dropped bytes + sizes of the retained segments."""
+    return _Layout.of_jobdir(Path(jobdir)).end
+
+
+def read_bytes(jobdir: Path, start: int, end: int | None = None) -> bytes:
+    """Bytes between absolute offsets ``start`` and ``end`` (None: to the end), clamped to
+    what is retained."""
+    jobdir = Path(jobdir)
+    for attempt in range(5):
+        layout = _Layout.of_jobdir(jobdir)
+        try:
+            return layout.read(start, end)
+        except _Rotated:
+            if attempt == 4:
+                raise RuntimeError(f"log of {jobdir} keeps changing under the reader") from None
+    return b""  # pragma: no cover
+
+
+def tail_bytes(jobdir: Path, n: int) -> bytes:
+    """The last ``n`` retained bytes (across segments), reading nothing else."""
+    if n <= 0:
+        return b""
+    jobdir = Path(jobdir)
+    for attempt in range(5):
+        layout = _Layout.of_jobdir(jobdir)
+        try:
+            return layout.read(layout.end - n, layout.end)
+        except _Rotated:
+            if attempt == 4:
+                raise RuntimeError(f"log of {jobdir} keeps changing under the reader") from None
+    return b""  # pragma: no cover
+
+
+# --- line index ----------------------------------------------------------------------
+
+
+class _Cursor:
+    """Forward newline search over a layout with one buffered 1 MiB window."""
+
+    __slots__ = ("layout", "limit", "buf", "off")
+
+    def __init__(self, layout: _Layout, limit: int) -> None:
+        self.layout = layout
+        self.limit = limit  # do not look past this absolute offset
+        self.buf = b""
+        self.off = 0
+
+    def find_nl(self, pos: int) -> int:
+        """Absolute offset of the first b"\\n" at or after ``pos`` (before ``limit``), or -1."""
+        while pos < self.limit:
+            if not (self.off <= pos < self.off + len(self.buf)):
+                self.off = pos
+                self.buf = self.layout.read(pos, min(pos + CHUNK, self.limit))
+                if not self.buf:
+                    return -1
+            i = self.buf.find(b"\n", pos - self.off)
+            if i != -1:
+                return self.off + i
+            pos = self.off + len(self.buf)
+        return -1
+
+
+class LineIndex:
+    """Line-offset index over a job's log (or an explicit list of segment files).
+
+    ``LineIndex(jobdir)`` follows the job folder's segments and ``logstate.json``;
+    ``LineIndex([path, ...], base=0)`` indexes fixed files as one stream.  Call
+    :meth:`refresh` to take in bytes appended since; a rotation that dropped bytes (or any
+    file replaced or truncated) rebuilds the index.  Thread-safe.
+
+    Line ``i`` is the raw bytes between the ``i``-th and ``i+1``-th ``b"\\n"`` (line 0 starts at
+    the first retained byte); a trailing line with no newline yet counts.
+    """
+
+    def __init__(self, source: Path | str | Sequence[Path | str], base: int = 0) -> None:
+        self._lock = threading.RLock()
+        if isinstance(source, (str, os.PathLike)):
+            self._jobdir: Path | None = Path(source)
+            self._paths: tuple[Path, ...] = ()
+        else:
+            self._jobdir = None
+            self._paths = tuple(Path(p) for p in source)
+        self._fixed_base = base
+        self._reset(base)
+        self.refresh()
+
+    # state
+    def _reset(self, base: int) -> None:
+        self._base = base
+        self._layout = _Layout(base, [])
+        self._files: list[tuple[int, int]] = []  # (ino, size) of the segments scanned
+        self._cps = array("q", [base])  # start offset of line k*CHECKPOINT_EVERY
+        self._scanned = base  # absolute offset indexed so far
+        self._newlines = 0
+        self._last_start = base  # start of the line after the last newline
+
+    def _load(self) -> _Layout:
+        if self._jobdir is not None:
+            return _Layout.of_jobdir(self._jobdir)
+        return _Layout.of_paths(self._paths, self._fixed_base)
+
+    def _compatible(self, layout: _Layout) -> bool:
+        if layout.base != self._base or layout.end < self._scanned:
+            return False
+        new = [(s.ino, s.size) for s in layout.segs]
+        if len(new) < len(self._files):
+            return False
+        for (ino, size), (nino, nsize) in zip(self._files, new):
+            if ino != nino or nsize < size:
+                return False
+        # an older segment may not grow once a newer one exists (offsets would shift)
+        for (ino, size), (nino, nsize) in zip(self._files[:-1], new):
+            if nsize != size:
+                return False
+        return True
+
+    def refresh(self) -> bool:
+        """Index bytes appended since the last call; rebuild after a rotation.  Returns True
+        when anything changed."""
+        with self._lock:
+            for _ in range(5):
+                layout = self._load()
+                if not self._compatible(layout):
+                    self._reset(layout.base)
+                    changed = True
+                else:
+                    changed = layout.end != self._scanned
+                self._layout = layout
+                self._files = [(s.ino, s.size) for s in layout.segs]
+                try:
+                    self._scan(layout)
+                except _Rotated:
+                    self._reset(layout.base)
+                    continue
+                return changed
+            raise RuntimeError("log keeps changing under the reader")
+
+    def _scan(self, layout: _Layout) -> None:
+        every = CHECKPOINT_EVERY
+        cps = self._cps
+        pos = self._scanned
+        nl = self._newlines
+        last_start = self._last_start
+        while pos < layout.end:
+            chunk = layout.read(pos, min(pos + CHUNK, layout.end))
+            if not chunk:
+                break
+            m = chunk.count(b"\n")
+            if m:
+                k = len(cps) * every - nl  # 1-based index in this chunk of the next checkpoint line
+                if k <= m:
+                    acc = list(accumulate(map(len, chunk.split(b"\n"))))
+                    # line nl+k starts right after the k-th newline of the chunk
+                    cps.extend(pos + acc[j - 1] + j for j in range(k, m + 1, every))
+                last_start = pos + chunk.rfind(b"\n") + 1
+                nl += m
+            pos += len(chunk)
+            # commit progress chunk by chunk (a _Rotated later keeps a valid prefix)
+            self._scanned, self._newlines, self._last_start = pos, nl, last_start
+
+    # queries
+    @property
+    def dropped_bytes(self) -> int:
+        return self._base
+
+    @property
+    def end_offset(self) -> int:
+        """Absolute offset up to which the index has scanned."""
+        return self._scanned
+
+    @property
+    def line_count(self) -> int:
+        return self._newlines + (1 if self._scanned > self._last_start else 0)
+
+    def __len__(self) -> int:
+        return self.line_count
+
+    def _line_start(self, cur: _Cursor, i: int) -> int:
+        j = i // CHECKPOINT_EVERY
+        pos = self._cps[j]
+        for _ in range(i - j * CHECKPOINT_EVERY):
+            nlpos = cur.find_nl(pos)
+            if nlpos == -1:  # cannot happen for i < line_count
+                return self._scanned
+            pos = nlpos + 1
+        return pos
+
+    def spans(self, first: int, count: int) -> list[tuple[int, int]]:
+        """``(start, end)`` absolute offsets of raw lines ``first .. first+count-1`` (clamped);
+        ``end`` excludes the ``\\n``.  Reads at most a few MiB beyond what the lines hold."""
+        with self._lock:
+            total = self.line_count
+            first = max(0, first)
+            count = min(count, total - first)
+            if count <= 0:
+                return []
+            cur = _Cursor(self._layout, self._scanned)
+            pos = self._line_start(cur, first)
+            out: list[tuple[int, int]] = []
+            for _ in range(count):
+                nlpos = cur.find_nl(pos)
+                end = self._scanned if nlpos == -1 else nlpos
+                out.append((pos, end))
+                pos = end + 1
+            return out
+
+    def line_span(self, i: int) -> tuple[int, int]:
+        """``(start, end)`` absolute offsets of raw line ``i`` (``end`` excludes the ``\\n``)."""
+        sp = self.spans(i, 1)
+        if not sp:
+            raise IndexError(f"line {i} out of range (0..{self.line_count - 1})")
+        return sp[0]
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) by absolute offsets from the indexed snapshot."""
+        with self._lock:
+            return self._layout.read(start, min(end, self._scanned))
+
+    def read_raw_lines(self, first: int, count: int, max_bytes: int | None = None) -> list[bytes]:
+        """Raw bytes (without the ``\\n``) of lines ``first .. first+count-1``.  With
+        ``max_bytes``, only the first ``max_bytes`` of each line are read."""
+        with self._lock:
+            out = []
+            for s, e in self.spans(first, count):
+                if max_bytes is not None:
+                    e = min(e, s + max_bytes)
+                out.append(self._layout.read(s, e))
+            return out
+
+
+# --- read_lines ----------------------------------------------------------------------
+
+_cache: "OrderedDict[str, LineIndex]" = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _index_for(jobdir: Path) -> LineIndex:
+    key = os.path.abspath(jobdir)
+    with _cache_lock:
+        idx = _cache.get(key)
+        if idx is not None:
+            _cache.move_to_end(key)
+    if idx is None:
+        idx = LineIndex(jobdir)
+        with _cache_lock:
+            idx = _cache.setdefault(key, idx)
+            _cache.move_to_end(key)
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    else:
+        idx.refresh()
+    return idx
+
+
+def _cut_utf8_tail(b: bytes) -> bytes:
+    """Drop an incomplete multi-byte UTF-8 sequence at the end of ``b``."""
+    for i in range(1, min(4, len(b)) + 1):
+        c = b[-i]
+        if c < 0x80:
+            return b
+        if c >= 0xC0:
+            need = 2 if c < 0xE0 else 3 if c < 0xF0 else 4
+            return b if i >= need else b[:-i]
+    return b
+
+
+def _cut_utf8_head(b: bytes) -> bytes:
+    i = 0
+    while i < 3 and i < len(b) and 0x80 <= b[i] <= 0xBF:
+        i += 1
+    return b[i:]
+
+
+def _line_text(idx: LineIndex, start: int, end: int, cap: int) -> str:
+    n = end - start
+    if n <= cap:
+        return to_text(idx.read(start, end))
+    # An oversized line.  If it is redrawn with \r (a progress bar), its end is what counts;
+    # otherwise keep its beginning.
+    tail = idx.read(end - cap, end)
+    body = tail.rstrip(b"\r")
+    k = body.find(b"\r")
+    if k != -1:
+        kept = body[k + 1:]
+        return f"[… {n - len(kept)} bytes truncated] " + to_text(kept)
+    head = _cut_utf8_tail(idx.read(start, start + cap))
+    return to_text(head) + f"… [{n - len(head)} bytes truncated]"
+
+
+def _human_bytes(n: int) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.1f} GiB"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.1f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} bytes"
+
+
+def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200) -> dict:
+    """A window of text lines of a job's log (the CONTRACT's ``read_log`` semantics).
+
+    ``offset=None``: the last ``limit`` lines; ``offset=N``: lines ``N .. N+limit-1`` (0 = the
+    first retained line).  Returns ``{"output": str, "total_lines": int, "showing": str,
+    "dropped_bytes": int}``; ``output`` is the lines joined with ``\\n`` after
+    :func:`~hermes_procs.core.text.to_text`; a line longer than ``LINE_CAP`` raw bytes is cut
+    with a ``[… N bytes truncated]`` marker.  A missing log reads as empty.
+    """
+    jobdir = Path(jobdir)
+    limit = max(0, int(limit))
+    for attempt in range(5):
+        idx = _index_for(jobdir)
+        try:
+            with idx._lock:
+                total = idx.line_count
+                dropped = idx.dropped_bytes
+                if offset is None:
+                    first = max(0, total - limit)
+                else:
+                    first = max(0, int(offset))
+                spans = idx.spans(first, limit)
+                texts = [_line_text(idx, s, e, LINE_CAP) for s, e in spans]
+            break
+        except _Rotated:
+            with _cache_lock:
+                _cache.pop(os.path.abspath(jobdir), None)
+            if attempt == 4:
+                raise RuntimeError(f"log of {jobdir} keeps changing under the reader") from None
+    count = len(texts)
+    if total == 0:
+        showing = "no output yet" if dropped == 0 else "no lines retained"
+    elif count == 0:
+        showing = (
+            f"no lines at offset {first} (0 lines shown of {total})" if limit else f"0 lines shown of {total}"
+        )
+    else:
+        showing = f"lines {first}-{first + count - 1} of {total}"
+    if dropped:
+        showing += f" ({_human_bytes(dropped)} of older output dropped by the log cap)"
+    return {
+        "output": "\n".join(texts),
+        "total_lines": total,
+        "showing": showing,
+        "dropped_bytes": dropped,
+    }
