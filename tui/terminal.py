@@ -389,12 +389,19 @@ class TerminalPane(Widget, can_focus=True):
         if self._attached and self._stream is not None:
             self._sync_size(nudge=False)
 
-    def _sync_size(self, nudge: bool) -> None:
+    def resync(self) -> None:
+        """Give the job the pane's size again and nudge it to repaint (after something else,
+        e.g. a full-screen attach, resized it)."""
+        self._job_size = None
+        if self._attached and self._stream is not None:
+            self._sync_size(nudge=True, force=True)
+
+    def _sync_size(self, nudge: bool, force: bool = False) -> None:
         """Give the job the pane's size; with ``nudge``, change it and back so a
         full-screen program gets SIGWINCH and repaints even if the size is the same."""
         rows, cols = self._pane_size()
         want = (rows, cols)
-        do_nudge = nudge and self.engine.modes.alt_screen
+        do_nudge = nudge and (force or self.engine.modes.alt_screen)
         if want == self._job_size and not do_nudge:
             return
         self._job_size = want
