@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from itertools import accumulate
@@ -287,12 +288,28 @@ class LineIndex:
                 return False
         return True
 
+    def _rotation_in_flight(self, layout: _Layout) -> bool:
+        """The supervisor renamed output.log to output.log.1 but has not yet written the new
+        dropped_bytes to logstate.json (it does so right after): the offsets would be off."""
+        return (
+            self._jobdir is not None
+            and len(self._files) == 2
+            and layout.base == self._base
+            and bool(layout.segs)
+            and layout.segs[0].ino == self._files[1][0]
+        )
+
     def refresh(self) -> bool:
         """Index bytes appended since the last call; rebuild after a rotation.  Returns True
         when anything changed."""
         with self._lock:
             for _ in range(5):
                 layout = self._load()
+                for _wait in range(50):
+                    if not self._rotation_in_flight(layout):
+                        break
+                    time.sleep(0.001)
+                    layout = self._load()
                 if not self._compatible(layout):
                     self._reset(layout.base)
                     changed = True

@@ -280,3 +280,26 @@ def test_read_lines_repeat_call_on_growing_log_is_incremental(tmp_path: Path) ->
     assert r["total_lines"] == 200_001 and r["output"].endswith("fresh")
     assert elapsed < 0.05, f"repeat read_lines rescanned? {elapsed:.3f}s"
     assert logstore.CHECKPOINT_EVERY == 64
+
+
+def test_line_index_waits_for_logstate_during_rotation(tmp_path: Path) -> None:
+    import threading
+
+    d = _job(tmp_path, current=b"")
+    _append(d, b"a\n" * 10)
+    _rotate(d)
+    _append(d, b"b\n" * 10)
+    idx = LineIndex(d)
+    assert idx.line_count == 20
+    # the supervisor's order: rename, new output.log, then logstate.json a moment later
+    dropped = (d / "output.log.1").stat().st_size
+    os.replace(d / "output.log", d / "output.log.1")
+    (d / "output.log").write_bytes(b"c\n")
+    timer = threading.Timer(0.01, lambda: (d / "logstate.json").write_text(json.dumps({"dropped_bytes": dropped})))
+    timer.start()
+    try:
+        idx.refresh()
+    finally:
+        timer.join()
+    assert idx.dropped_bytes == dropped
+    assert idx.read_raw_lines(0, 100) == [b"b"] * 10 + [b"c"]
