@@ -1,0 +1,910 @@
+"""The `hermes-procs` command line (typer).
+
+Every query takes `--json` (print the Python API's dict as one JSON document) and every
+command takes `--home PATH` (before or after the subcommand).  Errors are one line on
+stderr, `hermes-procs: error: <sentence>`, and exit status 1; never a traceback
+(set HERMES_PROCS_DEBUG=1 to see one for an unexpected internal error).
+
+Start-up cost matters (`hermes-procs ls` is run in loops by scripts): this module imports
+only typer and the standard library at import time.  The registry, rich, the dashboard
+(textual), the MCP server and the text helpers are imported inside the commands that
+need them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated, Any, List, Optional
+
+import typer
+
+PROG = "hermes-procs"
+
+
+def _install_fast_coercion() -> None:
+    """Start-up speed: typer >= 0.26 coerces every non-flag parameter with a pydantic
+    TypeAdapter, and importing pydantic alone costs ~65 ms (half of `hermes-procs ls`).
+    Our parameters are plain str / int / float / bool / list[str] (no enums,
+    files or ranges), so coerce those here; anything else still goes through typer.
+    If typer's internals change, this silently does nothing (the CLI is only slower)."""
+    try:
+        from typer import core as _tcore
+        from typer._click.exceptions import BadParameter
+        from typer._coercion import RuntimeParam
+    except ImportError:  # pragma: no cover - other typer versions
+        return
+    original = getattr(_tcore._TyperParameter, "get_runtime_param", None)
+    if original is None or getattr(original, "_hermes_fast", False):
+        return
+
+    class _Plain(RuntimeParam):
+        def _coerce_value(self, value, param, ctx):  # noqa: ANN001
+            kind = self.annotation
+            item = kind.__args__[0] if getattr(kind, "__origin__", None) is list else kind
+            values = value if isinstance(value, (list, tuple)) else None
+            if item is bool:
+                return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on", "y", "t")
+            try:
+                if values is not None:
+                    return [item(v) for v in values]
+                return item(value)
+            except (TypeError, ValueError):
+                word = {int: "integer", float: "number"}.get(item, item.__name__)
+                raise BadParameter(f"{value!r} is not a valid {word}.", ctx=ctx, param=param) from None
+
+    plain = (str, int, float, bool)
+
+    def get_runtime_param(self):  # noqa: ANN001, ANN202
+        if getattr(self, "_runtime_param", None) is None:
+            desc = getattr(self, "type_descriptor", None)
+            ann = getattr(desc, "annotation", None)
+            info = getattr(desc, "parameter_info", None)
+            simple = ann in plain or (
+                getattr(ann, "__origin__", None) is list and getattr(ann, "__args__", (None,))[0] in plain
+            )
+            if (
+                simple
+                and getattr(desc, "file_annotation", None) is None
+                and info is not None
+                and getattr(info, "parser", None) is None
+                and getattr(info, "min", None) is None
+                and getattr(info, "max", None) is None
+            ):
+                self._runtime_param = _Plain(parameter_info=info, annotation=ann)
+        return original(self)
+
+    get_runtime_param._hermes_fast = True  # type: ignore[attr-defined]
+    _tcore._TyperParameter.get_runtime_param = get_runtime_param
+
+
+_install_fast_coercion()
+
+app = typer.Typer(
+    name=PROG,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    invoke_without_command=True,
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Durable background jobs shared by AI agents and humans.\n\n"
+    "Without a subcommand: the dashboard.",
+)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line on stderr, exit status `code`."""
+
+    def __init__(self, message: str, code: int = 1, result: Any = None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.result = result
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()) or "unknown error"
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(f"{PROG}: error: {_one_line(message)}\n")
+    sys.stderr.flush()
+
+
+# --------------------------------------------------------------------------- options
+
+HomeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--home",
+        metavar="PATH",
+        help="State home (default: $HERMES_PROCS_HOME, $HERMES_HOME/procs, ~/.hermes/procs).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the Python API's result as one JSON document.")
+]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (>= 4 hex).")]
+
+
+def _opts(ctx: typer.Context, home: Optional[str], as_json: bool = False) -> tuple[Optional[str], bool]:
+    """Merge per-command --home/--json with the ones given before the subcommand."""
+    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+    return (home if home is not None else obj.get("home")), bool(as_json or obj.get("json"))
+
+
+def _registry(home: Optional[str]):
+    try:
+        from hermes_procs.core import ProcessRegistry
+    except ImportError as exc:  # pragma: no cover - broken install
+        raise CliError(f"cannot load the registry core: {exc}") from exc
+    try:
+        return ProcessRegistry(home=home)
+    except Exception as exc:  # bad home, permissions, ...
+        raise CliError(f"cannot open state home {home or '(default)'}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- output helpers
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _out(text: str = "") -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+ERROR_STATUSES = ("error", "not_found")
+
+
+def _check(result: Any, as_json: bool, *, extra_errors: tuple[str, ...] = ()) -> dict:
+    """Turn an API error dict into a CliError (after printing it when --json)."""
+    if not isinstance(result, dict):
+        if isinstance(result, list):
+            return {"status": "ok", "items": result}
+        raise CliError(f"unexpected result from the registry: {result!r}")
+    status = result.get("status")
+    if status in ERROR_STATUSES or status in extra_errors:
+        if as_json:
+            _print_json(result)
+        message = result.get("error") or _status_error(result)
+        raise CliError(message, result=result)
+    return result
+
+
+def _status_error(result: dict) -> str:
+    sid = result.get("session_id", "the process")
+    status = result.get("status")
+    if status == "already_exited":
+        return f"{sid} has already exited" + (
+            f" (exit code {result['exit_code']})" if result.get("exit_code") is not None else ""
+        )
+    return f"{status}"
+
+
+def _fmt_duration(seconds: Any) -> str:
+    try:
+        s = float(seconds)
+    except (TypeError, ValueError):
+        return "-"
+    if s < 0:
+        return "-"
+    if s < 60:
+        return f"{s:.1f}s"
+    s = int(s)
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def _fmt_started(iso: Any) -> str:
+    if not iso:
+        return "-"
+    from datetime import datetime
+
+    try:
+        dt = datetime.fromisoformat(str(iso).replace("Z", "+00:00"))
+    except ValueError:
+        return str(iso)
+    if dt.tzinfo is not None:
+        dt = dt.astimezone()
+    now = datetime.now(dt.tzinfo)
+    if dt.date() == now.date():
+        return dt.strftime("%H:%M:%S")
+    return dt.strftime("%Y-%m-%d %H:%M")
+
+
+def _fmt_status(job: dict) -> str:
+    status = job.get("status") or "?"
+    if status == "exited":
+        reason = job.get("completion_reason") or "exited"
+        code = job.get("exit_code")
+        word = "exited" if reason == "exited" else reason
+        return f"{word} {code}" if code is not None else word
+    return str(status)
+
+
+def _status_line(d: dict) -> str:
+    parts = [str(d.get("session_id", "?")), _fmt_status(d)]
+    if d.get("signal"):
+        parts.append(f"signal {d['signal']}")
+    if d.get("pid") is not None:
+        parts.append(f"pid {d['pid']}")
+    if d.get("uptime_seconds") is not None:
+        word = "up" if d.get("status") == "running" else "ran"
+        parts.append(f"{word} {_fmt_duration(d['uptime_seconds'])}")
+    return "  ".join(parts)
+
+
+def _join_command(words: List[str]) -> str:
+    if len(words) == 1:
+        return words[0]
+    import shlex
+
+    return shlex.join(words)
+
+
+# --------------------------------------------------------------------------- root / dashboard
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    ctx.obj = {"home": home, "json": as_json}
+    if ctx.invoked_subcommand is None:
+        _dashboard(home, demo=False)
+
+
+def _dashboard(home: Optional[str], demo: bool) -> None:
+    try:
+        from hermes_procs.tui.app import run as tui_run
+    except ImportError as exc:
+        if demo:
+            raise CliError(
+                f"the dashboard is not available ({exc}); sample jobs were not started"
+            ) from exc
+        raise CliError(
+            f"the dashboard is not available ({exc}); install the 'tui' extra: "
+            "pip install 'hermes-procs[tui]'"
+        ) from exc
+    rc = tui_run(home, demo=demo)
+    if isinstance(rc, int) and rc:
+        raise typer.Exit(rc)
+
+
+@app.command("tui")
+def tui_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
+    """Open the dashboard (the same as no subcommand)."""
+    home, _ = _opts(ctx, home)
+    _dashboard(home, demo=False)
+
+
+@app.command("demo")
+def demo_cmd(
+    ctx: typer.Context,
+    home: HomeOpt = None,
+    no_tui: Annotated[
+        bool, typer.Option("--no-tui", help="Only start the sample jobs and list them.")
+    ] = False,
+) -> None:
+    """Start a few sample jobs, then open the dashboard.
+
+    Without a terminal (or with --no-tui, or when the dashboard is not installed) the
+    sample jobs are started and listed instead.
+    """
+    home, _ = _opts(ctx, home)
+    if not no_tui and sys.stdin.isatty() and sys.stdout.isatty():
+        try:
+            import hermes_procs.tui.app  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            _dashboard(home, demo=True)
+            return
+    from hermes_procs.demo_jobs import start_demo_jobs
+
+    reg = _registry(home)
+    for r in start_demo_jobs(reg):
+        if r.get("status") in ERROR_STATUSES:
+            _err(r.get("error", "a sample job failed to start"))
+    _print_table(reg.list(), show_all=True)
+
+
+# --------------------------------------------------------------------------- run
+
+
+@app.command(
+    "run",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def run_cmd(
+    ctx: typer.Context,
+    command: Annotated[
+        Optional[List[str]],
+        typer.Argument(metavar="-- COMMAND...", help="The command (run with bash -c).", show_default=False),
+    ] = None,
+    pty: Annotated[bool, typer.Option("--pty", help="Run in a pseudo-terminal.")] = False,
+    name: Annotated[Optional[str], typer.Option("--name", metavar="N", help="A label.")] = None,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="D", help="Working directory.")] = None,
+    notify: Annotated[
+        bool, typer.Option("--notify", help="Emit a completion event when it ends.")
+    ] = False,
+    watch: Annotated[
+        Optional[List[str]],
+        typer.Option("--watch", metavar="PATTERN", help="Emit a watch_match event for lines containing PATTERN (repeatable)."),
+    ] = None,
+    max_runtime: Annotated[
+        Optional[float],
+        typer.Option("--max-runtime", metavar="S", help="Kill the job after S seconds (ends timed_out)."),
+    ] = None,
+    rows: Annotated[Optional[int], typer.Option("--rows", metavar="R", help="PTY rows (default 30).")] = None,
+    cols: Annotated[Optional[int], typer.Option("--cols", metavar="C", help="PTY columns (default 120).")] = None,
+    env: Annotated[
+        Optional[List[str]],
+        typer.Option("--env", "-e", metavar="KEY=VALUE", help="Add or override an environment variable (repeatable)."),
+    ] = None,
+    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Task id to file the job under.")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start COMMAND as a durable background job and print its session id.
+
+    Options go before COMMAND; use `--` before a command that starts with a dash.
+    Several words are shell-quoted and joined; one word is used as-is (so
+    `run 'make -j4 && make test'` works).
+    """
+    home, as_json = _opts(ctx, home, as_json)
+    if not command:
+        raise CliError("run needs a command, e.g. hermes-procs run -- make test")
+    kwargs: dict[str, Any] = {"pty": pty}
+    if cwd is not None:
+        kwargs["cwd"] = cwd
+    if name is not None:
+        kwargs["name"] = name
+    if notify:
+        kwargs["notify_on_complete"] = True
+    if watch:
+        kwargs["watch_patterns"] = list(watch)
+    if max_runtime is not None:
+        kwargs["max_runtime"] = max_runtime
+    if rows is not None:
+        kwargs["rows"] = rows
+    if cols is not None:
+        kwargs["cols"] = cols
+    if task is not None:
+        kwargs["task_id"] = task
+    if env:
+        envd = {}
+        for item in env:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise CliError(f"--env wants KEY=VALUE, got {item!r}")
+            envd[key] = value
+        kwargs["env"] = envd
+    result = _check(_registry(home).spawn(_join_command(command), **kwargs), as_json)
+    if as_json:
+        _print_json(result)
+    else:
+        _out(str(result.get("session_id")))
+
+
+# --------------------------------------------------------------------------- ls
+
+
+@app.command("ls")
+def ls_cmd(
+    ctx: typer.Context,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Show every finished job (default: running + the 20 newest finished).")
+    ] = False,
+    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Only jobs of this task id.")] = None,
+    session_key: Annotated[
+        Optional[str], typer.Option("--session-key", metavar="K", help="Only jobs of this session key.")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List jobs, newest first. `--json` prints the API's full list."""
+    home, as_json = _opts(ctx, home, as_json)
+    result = _registry(home).list(task_id=task, session_key=session_key)
+    if isinstance(result, dict):
+        _check(result, as_json)
+    if as_json:
+        _print_json(result)
+        return
+    _print_table(result, show_all=show_all)
+
+
+FINISHED_SHOWN = 20
+
+
+def _print_table(jobs: list, show_all: bool) -> None:
+    jobs = [j for j in jobs if isinstance(j, dict)]
+    hidden = 0
+    if not show_all:
+        shown, finished = [], 0
+        for j in jobs:
+            if j.get("status") == "running":
+                shown.append(j)
+            elif finished < FINISHED_SHOWN:
+                finished += 1
+                shown.append(j)
+            else:
+                hidden += 1
+        jobs = shown
+    if not jobs:
+        _out("No processes." if not hidden else "")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+        from rich import box
+
+        tty = sys.stdout.isatty()
+        width = None
+        if not tty:
+            try:
+                width = max(int(os.environ.get("COLUMNS", "0")), 160)
+            except ValueError:
+                width = 160
+        console = Console(width=width, highlight=False, soft_wrap=False, no_color=not tty or None)
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="bold")
+        table.add_column("ID", no_wrap=True)
+        table.add_column("STATUS", no_wrap=True)
+        table.add_column("PID", justify="right", no_wrap=True)
+        table.add_column("STARTED", no_wrap=True)
+        table.add_column("DURATION", justify="right", no_wrap=True)
+        table.add_column("COMMAND", no_wrap=True, overflow="ellipsis", ratio=1)
+        styles = {"running": "green", "exited": None}
+        for j in jobs:
+            status = _fmt_status(j)
+            style = styles.get(j.get("status"))
+            if j.get("status") == "exited" and (
+                j.get("completion_reason") not in (None, "exited") or j.get("exit_code") not in (0, None)
+            ):
+                style = "red"
+            if j.get("status") not in ("running", "exited"):
+                style = "yellow"
+            cmd = str(j.get("command") or "")
+            if j.get("pty"):
+                cmd = "[pty] " + cmd
+            if j.get("name"):
+                cmd = f"{j['name']}: {cmd}"
+            from rich.text import Text
+
+            table.add_row(
+                str(j.get("session_id", "?")),
+                Text(status, style=style or ""),
+                str(j.get("pid") if j.get("pid") is not None else "-"),
+                _fmt_started(j.get("started_at")),
+                _fmt_duration(j.get("uptime_seconds")),
+                Text(cmd.replace("\n", " ")),
+            )
+        console.print(table)
+    if hidden:
+        _out(f"({hidden} older finished job{'s' if hidden != 1 else ''} hidden; --all shows them)")
+
+
+# --------------------------------------------------------------------------- poll / log
+
+
+@app.command("poll")
+def poll_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Status of one job and a preview of its latest output."""
+    home, as_json = _opts(ctx, home, as_json)
+    result = _check(_registry(home).poll(session_id), as_json)
+    if as_json:
+        _print_json(result)
+        return
+    _out(_status_line(result))
+    if result.get("command"):
+        _out(f"$ {result['command']}")
+    if result.get("leftover_pids"):
+        _out("leftover pids: " + " ".join(str(p) for p in result["leftover_pids"]))
+    preview = (result.get("output_preview") or "").rstrip("\n")
+    if preview:
+        _out("--- output (tail) ---")
+        _out(preview)
+
+
+@app.command("log")
+def log_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    offset: Annotated[
+        Optional[int], typer.Option("--offset", metavar="N", help="First line (0-based); default: the last --limit lines.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Number of lines.")] = 200,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Then stream live output until the job exits.")
+    ] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="With --follow: write the job's bytes unfiltered (escape sequences included).")
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a job's output (ANSI stripped).  --follow streams it until the job exits."""
+    home, as_json = _opts(ctx, home, as_json)
+    reg = _registry(home)
+    if follow:
+        if as_json:
+            raise CliError("--follow and --json cannot be combined (use `events --follow` for JSON lines)")
+        from hermes_procs.attach import follow_log
+
+        raise typer.Exit(follow_log(reg, session_id, limit=limit, offset=offset, raw=raw))
+    kwargs: dict[str, Any] = {"limit": limit}
+    if offset is not None:
+        kwargs["offset"] = offset
+    result = _check(reg.read_log(session_id, **kwargs), as_json)
+    if as_json:
+        _print_json(result)
+        return
+    output = result.get("output") or ""
+    if output:
+        _out(output)
+
+
+# --------------------------------------------------------------------------- wait / kill
+
+
+def _signal_exit_code(code: Any) -> int:
+    try:
+        code = int(code)
+    except (TypeError, ValueError):
+        return 1
+    if code < 0:
+        return 128 + (-code)
+    return code & 0xFF
+
+
+@app.command("wait")
+def wait_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    timeout: Annotated[
+        Optional[float], typer.Option("--timeout", metavar="S", help="Give up after S seconds (default: wait for ever).")
+    ] = None,
+    exit_code: Annotated[
+        bool,
+        typer.Option("--exit-code", help="Exit with the job's own exit status (128+N when killed by signal N)."),
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Wait for a job to end.
+
+    Exit status: 0 when it has ended (whatever its code; --exit-code passes the job's own
+    status through), 1 on timeout or error, 130 when interrupted with Ctrl-C.
+    """
+    import time
+
+    home, as_json = _opts(ctx, home, as_json)
+    reg = _registry(home)
+    if timeout is not None and not timeout > 0:
+        result = reg.wait(session_id, timeout=timeout)
+        _check(result, as_json)
+        raise CliError("--timeout must be a positive number of seconds")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    chunk = 60.0
+    while True:
+        step = chunk if deadline is None else max(0.001, min(chunk, deadline - time.monotonic()))
+        result = _check(reg.wait(session_id, timeout=step), as_json)
+        if result.get("status") != "timeout":
+            break
+        if deadline is not None and time.monotonic() >= deadline - 0.001:
+            break
+    status = result.get("status")
+    if status == "timeout":
+        result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
+        if as_json:
+            _print_json(result)
+        sid = result.get("session_id", session_id)
+        raise CliError(f"timed out after {timeout:g}s waiting for {sid} (still running)")
+    if as_json:
+        _print_json(result)
+    else:
+        if "session_id" not in result:
+            result["session_id"] = session_id
+        _out(_status_line(result))
+    if status == "interrupted":
+        raise typer.Exit(130)
+    if exit_code:
+        raise typer.Exit(_signal_exit_code(result.get("exit_code")))
+
+
+@app.command("kill")
+def kill_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    grace: Annotated[
+        Optional[float],
+        typer.Option("--grace", metavar="S", help="Seconds between SIGTERM and SIGKILL (default 3, $HERMES_PROCS_KILL_GRACE)."),
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Kill a job's whole process tree (SIGTERM, grace, SIGKILL)."""
+    home, as_json = _opts(ctx, home, as_json)
+    kwargs = {} if grace is None else {"grace": grace}
+    result = _registry(home).kill(session_id, **kwargs)
+    if isinstance(result, dict) and result.get("status") == "error" and result.get("survivors"):
+        if as_json:
+            _print_json(result)
+        pids = " ".join(str(p) for p in result["survivors"])
+        raise CliError(f"{result.get('error') or 'some processes survived'} (survivors: {pids})")
+    result = _check(result, as_json)
+    if as_json:
+        _print_json(result)
+        return
+    sid = result.get("session_id", session_id)
+    code = result.get("exit_code")
+    if result.get("status") == "already_exited":
+        _out(f"{sid} had already exited" + (f" (exit code {code})" if code is not None else ""))
+    else:
+        _out(f"{sid} killed" + (f" (exit code {code})" if code is not None else ""))
+
+
+# --------------------------------------------------------------------------- stdin
+
+
+def _unescape(data: str) -> str:
+    """Interpret backslash escapes (\\n, \\r, \\t, \\x03, \\e, \\u00e9) in DATA."""
+    import re
+
+    simple = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b": "\b", "0": "\0", "\\": "\\"}
+
+    def sub(m: "re.Match[str]") -> str:
+        s = m.group(0)
+        if s[1] in "xuU":
+            return chr(int(s[2:], 16))
+        return simple.get(s[1], s)
+
+    return re.sub(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", sub, data)
+
+
+def _stdin_result(result: Any, as_json: bool, what: str) -> None:
+    result = _check(result, as_json, extra_errors=("already_exited",))
+    if as_json:
+        _print_json(result)
+    elif result.get("bytes_written") is not None:
+        _out(f"{what} {result['bytes_written']} bytes")
+
+
+EscOpt = Annotated[
+    bool, typer.Option("--escapes", "-E", help="Interpret backslash escapes in DATA (\\n, \\r, \\x03, \\e, ...).")
+]
+
+
+@app.command("write")
+def write_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    data: Annotated[str, typer.Argument(metavar="DATA", help="Text to send to the job's stdin, as-is.")],
+    escapes: EscOpt = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send DATA to a job's stdin (no newline added)."""
+    home, as_json = _opts(ctx, home, as_json)
+    if escapes:
+        data = _unescape(data)
+    _stdin_result(_registry(home).write(session_id, data, source="cli"), as_json, "wrote")
+
+
+@app.command("submit")
+def submit_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    data: Annotated[str, typer.Argument(metavar="[DATA]", help="Text to send before Enter.")] = "",
+    escapes: EscOpt = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send DATA followed by Enter (\\n; \\r for a PTY job)."""
+    home, as_json = _opts(ctx, home, as_json)
+    if escapes:
+        data = _unescape(data)
+    _stdin_result(_registry(home).submit(session_id, data, source="cli"), as_json, "submitted")
+
+
+@app.command("close")
+def close_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Close a job's stdin (EOF; Ctrl-D for a PTY job)."""
+    home, as_json = _opts(ctx, home, as_json)
+    result = _check(_registry(home).close_stdin(session_id), as_json, extra_errors=("already_exited",))
+    if as_json:
+        _print_json(result)
+
+
+def _signal_name(sig: str) -> str:
+    import signal as _signal
+
+    s = sig.strip().upper()
+    if s.isdigit():
+        try:
+            return _signal.Signals(int(s)).name[3:]
+        except ValueError:
+            raise CliError(f"unknown signal {sig!r}") from None
+    if not s.startswith("SIG"):
+        s = "SIG" + s
+    if s not in _signal.Signals.__members__:
+        raise CliError(f"unknown signal {sig!r}")
+    return s[3:]
+
+
+@app.command("signal")
+def signal_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    sig: Annotated[str, typer.Argument(metavar="SIG", help="INT, TERM, HUP, USR1, 2, SIGINT, ...")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one signal to a job's process group (no kill logic)."""
+    home, as_json = _opts(ctx, home, as_json)
+    name = _signal_name(sig)
+    result = _check(_registry(home).signal(session_id, name), as_json, extra_errors=("already_exited",))
+    if as_json:
+        _print_json(result)
+
+
+# --------------------------------------------------------------------------- attach
+
+
+@app.command("attach")
+def attach_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None) -> None:
+    """Connect this terminal to a PTY job (raw).  Detach with Ctrl-].
+
+    Pipe jobs are refused: use `log --follow` with `write`/`submit` for them.
+    """
+    home, _ = _opts(ctx, home)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError("attach needs a terminal on stdin and stdout")
+    from hermes_procs.attach import AttachError, attach_terminal
+
+    reg = _registry(home)
+    try:
+        rc = attach_terminal(reg, session_id)
+    except AttachError as exc:
+        raise CliError(str(exc)) from None
+    raise typer.Exit(rc or 0)
+
+
+# --------------------------------------------------------------------------- mcp / events / prune
+
+
+@app.command("mcp")
+def mcp_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
+    """Run the MCP server on stdio."""
+    home, _ = _opts(ctx, home)
+    try:
+        from hermes_procs.core.mcp_server import serve
+    except ImportError as exc:
+        raise CliError(f"the MCP server is not available ({exc}); install the 'mcp' extra") from exc
+    serve(home)
+
+
+@app.command("events")
+def events_cmd(
+    ctx: typer.Context,
+    consumer: Annotated[
+        str, typer.Option("--consumer", metavar="NAME", help="Cursor name; each consumer sees each event once.")
+    ] = "cli",
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep waiting for new events.")] = False,
+    types: Annotated[
+        Optional[List[str]], typer.Option("--type", metavar="TYPE", help="Only events of this type (repeatable).")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,  # accepted for symmetry: output is always JSON lines
+) -> None:
+    """Print undelivered events as JSON lines (one object per line), exactly once per consumer."""
+    home, _ = _opts(ctx, home, as_json)
+    reg = _registry(home)
+    try:
+        from hermes_procs.core.events_stream import iter_events
+    except ImportError:
+        iter_events = None
+    if iter_events is None:
+        if follow:
+            raise CliError("events --follow is not available in this build")
+        items = reg.drain_events(consumer=consumer)
+        if isinstance(items, dict):
+            _check(items, True)
+            items = []
+        wanted = set(types or ())
+        for ev in items:
+            if not wanted or ev.get("type") in wanted:
+                _print_json(ev)
+        return
+    for ev in iter_events(reg, consumer, follow, types=list(types) if types else None):
+        if isinstance(ev, dict) and ev.get("status") in ERROR_STATUSES and "type" not in ev:
+            _check(ev, False)
+        _print_json(ev)
+
+
+@app.command("prune")
+def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Delete finished jobs past retention (7 days or the newest 200). Running jobs are kept."""
+    home, as_json = _opts(ctx, home, as_json)
+    result = _check(_registry(home).prune(), as_json)
+    if as_json:
+        _print_json(result)
+        return
+    pruned = result.get("pruned", result.get("removed"))
+    if isinstance(pruned, (list, tuple)):
+        n = len(pruned)
+    elif isinstance(pruned, int):
+        n = pruned
+    else:
+        n = None
+    if n is None:
+        _out("pruned")
+    else:
+        _out(f"pruned {n} finished job{'s' if n != 1 else ''}")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console-script entry: run the app, map every failure to one stderr line."""
+    from typer import _click
+
+    code = 0
+    try:
+        rv = app(args=argv, prog_name=PROG, standalone_mode=False)
+        if isinstance(rv, int) and not isinstance(rv, bool):
+            code = rv
+    except CliError as exc:
+        _err(exc.message)
+        code = exc.code
+    except typer.Exit as exc:  # raised outside the click context
+        code = exc.exit_code
+    except _click.exceptions.ClickException as exc:  # usage errors, bad option values
+        _err(exc.format_message())
+        code = 1
+    except typer.Abort:
+        _err("aborted")
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        code = 1
+    except Exception as exc:  # never a traceback for users
+        if os.environ.get("HERMES_PROCS_DEBUG"):
+            raise
+        _err(f"internal error: {type(exc).__name__}: {exc}")
+        code = 1
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
+
+
+def _quiet_broken_pipe() -> None:
+    # Further writes to stdout would raise again at interpreter exit.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
