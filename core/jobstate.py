@@ -74,12 +74,7 @@ def _session_members(sid: int | None) -> list[int]:
 
 def load(jobdir: Path) -> Job:
     """Read a job folder; CorruptJob when its files are damaged."""
-    try:
-        meta = read_json(jobdir / "meta.json")
-        proc = read_json(jobdir / "proc.json")
-        exit_ = read_json(jobdir / "exit.json")
-    except (ValueError, OSError) as exc:
-        raise CorruptJob(f"damaged job folder {jobdir.name}: {exc}") from exc
+    meta, proc, exit_ = (_read(jobdir, name) for name in ("meta.json", "proc.json", "exit.json"))
     if meta is None:
         raise CorruptJob(f"damaged job folder {jobdir.name}: meta.json is missing")
     if not isinstance(meta.get("command"), str):
@@ -94,6 +89,13 @@ def load(jobdir: Path) -> Job:
     elif proc:
         job.supervisor_alive = _supervisor_alive(proc)
     return job
+
+
+def _read(jobdir: Path, name: str) -> dict | None:
+    try:
+        return read_json(jobdir / name)
+    except (ValueError, OSError) as exc:
+        raise CorruptJob(f"damaged job folder {jobdir.name}: {name} is unreadable ({exc})") from exc
 
 
 def _supervisor_alive(proc: dict) -> bool:

@@ -105,7 +105,7 @@ class ProcessRegistry:
         write_json_atomic(jobdir / "meta.json", meta)
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
                 meta["cwd"], "--", *meta["shell"], command]
-        with open(jobdir / "supervisor.log", "ab") as errlog:
+        with open(os.open(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as errlog:
             sup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
                                    env=child_env(env, pty), start_new_session=True, close_fds=True)
         line = sup.stdout.readline()

@@ -16,7 +16,7 @@ import termios
 PROTOCOL_VERSION = 1
 
 
-def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list) -> tuple:
+def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
     """Fork and exec the job in its own session; return (pid, out_fd, in_fd) or raise OSError."""
     if pty:
         master, slave = os.openpty()
@@ -31,6 +31,7 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list) -> tuple:
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
+        os.umask(umask)
         _exec_child(pty, child_fds, err_w, cwd, argv)
     os.close(err_w)
     for fd in set(child_fds):
@@ -68,9 +69,10 @@ def _exec_child(pty: bool, fds: tuple, err_w: int, cwd: str, argv: list) -> None
 def main(args: list) -> int:
     jobdir, pty, rows, cols, cwd = args[0], args[1] == "1", int(args[2]), int(args[3]), args[4]
     argv = args[args.index("--") + 1:]
+    umask = os.umask(0o077)  # everything the supervisor writes is private; the job gets the old umask
     _set_subreaper()
     try:
-        pid, out_fd, in_fd = start_child(pty, rows, cols, cwd, argv)
+        pid, out_fd, in_fd = start_child(pty, rows, cols, cwd, argv, umask)
     except OSError as exc:
         _report('{"error": %s}' % _quote(str(exc)))
         return 1

@@ -1,0 +1,111 @@
+"""Bad input and damaged state: clear one-line errors, nothing touched outside the home."""
+
+import pytest
+
+from hermes_procs.core import ProcessRegistry
+
+BAD_IDS = ["../x", "/etc/passwd", "proc_../../etc", "proc_\0abc", "", "   ", None, 12.5, "proc_XYZ",
+           "abc", "proc_0123456789abcdef", "..", "proc_0123456789ab/../x"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_bad_ids_are_errors(registry, home, bad):
+    before = sorted(p.name for p in home.rglob("*"))
+    for method in (registry.poll, registry.read_log, registry.kill, registry.close_stdin):
+        result = method(bad)
+        assert result["status"] in ("error", "not_found"), (method, result)
+        assert "\n" not in result["error"]
+    assert registry.write(bad, "x")["status"] in ("error", "not_found")
+    assert sorted(p.name for p in home.rglob("*")) == before
+
+
+def test_unknown_id_is_not_found(registry):
+    result = registry.poll("proc_0123456789ab")
+    assert result == {"status": "not_found", "error": "No process with ID proc_0123456789ab"}
+
+
+def test_integer_prefix_is_accepted(registry):
+    assert registry.poll(1234)["status"] == "not_found"
+
+
+def test_bad_spawn_arguments(registry, tmp_path):
+    assert "does not exist" in registry.spawn("true", cwd=str(tmp_path / "nope"))["error"]
+    for kwargs in ({"rows": -1}, {"cols": 0}, {"rows": "a"}, {"env": {"A=B": "x"}}, {"env": "x"},
+                   {"watch_patterns": "ERROR"}):
+        assert registry.spawn("true", **kwargs)["status"] == "error", kwargs
+    for command in ("", "   ", None, 42, "a\0b"):
+        assert registry.spawn(command)["status"] == "error"
+    assert registry.list() == []
+
+
+def test_bad_sizes_and_huge_writes(registry):
+    job = registry.spawn("cat", pty=True)
+    sid = job["session_id"]
+    assert registry.resize(sid, -3, 80)["status"] == "error"
+    assert registry.resize(sid, 24, 0)["status"] == "error"
+    result = registry.write(sid, "x" * (2 << 20))
+    assert result["status"] == "error" and "at most" in result["error"]
+    assert registry.write(sid, 123)["status"] == "error"
+    assert registry.read_log(sid, offset=-1)["status"] == "error"
+    assert registry.read_log(sid, limit=0)["status"] == "error"
+    assert registry.poll(sid)["status"] == "running"
+
+
+def test_pipe_job_cannot_resize(registry):
+    job = registry.spawn("sleep 5")
+    assert registry.resize(job["session_id"], 24, 80)["status"] == "error"
+
+
+def test_corrupt_folders_do_not_break_listing(registry, home):
+    good = registry.spawn("echo fine")
+    registry.wait(good["session_id"], timeout=10)
+    bad_json = home / "jobs" / "proc_aaaaaaaaaaaa"
+    bad_json.mkdir()
+    (bad_json / "meta.json").write_text("{not json")
+    missing = home / "jobs" / "proc_bbbbbbbbbbbb"
+    missing.mkdir()
+    (home / "jobs" / "stray-file").write_text("x")
+    rows = {r["session_id"]: r for r in registry.list()}
+    assert rows[good["session_id"]]["status"] == "exited"
+    assert rows["proc_aaaaaaaaaaaa"]["status"] == "corrupt" and "meta.json" in rows["proc_aaaaaaaaaaaa"]["error"]
+    assert rows["proc_bbbbbbbbbbbb"]["status"] == "corrupt"
+    assert registry.poll("proc_aaaaaaaaaaaa")["status"] == "error"
+    assert registry.prune(keep_count=0)["pruned"] == 1
+    assert bad_json.exists()
+
+
+def test_truncated_exit_record(registry):
+    job = registry.spawn("true")
+    registry.wait(job["session_id"], timeout=10)
+    (registry.job_dir(job["session_id"]) / "exit.json").write_text('{"exit_co')
+    assert registry.poll(job["session_id"])["status"] == "error"
+    assert any(r["status"] == "corrupt" for r in registry.list())
+
+
+def test_binary_and_split_utf8_output(registry):
+    job = registry.spawn(r"printf '\xc3'; sleep 0.2; printf '\xa9t\xe9\xff\n'; head -c 20000 /dev/urandom")
+    registry.wait(job["session_id"], timeout=10)
+    first = registry.read_log(job["session_id"], offset=0, limit=1)["output"]
+    assert first.startswith("ét\ufffd\ufffd")
+    assert registry.poll(job["session_id"])["status"] == "exited"
+
+
+def test_huge_line_without_newline_stays_bounded(registry):
+    job = registry.spawn("head -c 50000000 /dev/zero | tr '\\0' 'a'")
+    registry.wait(job["session_id"], timeout=60)
+    polled = registry.poll(job["session_id"])
+    assert len(polled["output_preview"]) <= 1000
+    log = registry.read_log(job["session_id"])
+    assert log["total_lines"] == 1 and len(log["output"]) < 100_000 and "truncated" in log["output"]
+
+
+def test_log_cap_keeps_newest(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(256 << 10))
+    job = registry.spawn("seq 1 200000")
+    registry.wait(job["session_id"], timeout=30)
+    jobdir = registry.job_dir(job["session_id"])
+    kept = sum(p.stat().st_size for p in jobdir.glob("output.log*"))
+    assert kept <= 256 << 10
+    log = registry.read_log(job["session_id"], limit=3)
+    assert log["output"].splitlines() == ["199998", "199999", "200000"]
+    assert log["dropped_bytes"] > 0 and "dropped" in log["showing"]

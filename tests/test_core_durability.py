@@ -1,0 +1,116 @@
+"""Jobs outlive whoever started them; a dead supervisor shows as lost; events are exactly-once."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from conftest import wait_until
+
+from hermes_procs.core import ProcessRegistry
+
+
+def _python(code: str, home, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), str(home)],
+                            stdout=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_spawner_killed_then_controlled_from_another_process(home, alive):
+    spawner = _python("""
+        import sys, time
+        from hermes_procs.core import ProcessRegistry
+        job = ProcessRegistry(home=sys.argv[1]).spawn("cat", pty=True)
+        print(job["session_id"], flush=True)
+        time.sleep(60)
+    """, home)
+    sid = spawner.stdout.readline().strip()
+    spawner.send_signal(signal.SIGKILL)
+    spawner.wait()
+    reg = ProcessRegistry(home=home)
+    assert reg.poll(sid)["status"] == "running"
+    with reg.stream(sid) as stream:
+        assert reg.submit(sid, "still here")["status"] == "ok"
+        seen = b""
+        deadline = time.monotonic() + 5
+        while b"still here" not in seen and time.monotonic() < deadline:
+            seen += stream.read(0.5) or b""
+        assert b"still here" in seen
+    wait_until(lambda: "still here" in reg.read_log(sid)["output"])
+    result = reg.kill(sid, grace=1)
+    assert result["status"] == "killed"
+    assert not alive(result_pid := reg.poll(sid)["pid"]), result_pid
+
+
+def test_exit_while_no_registry_exists(home):
+    spawner = _python("""
+        import sys
+        from hermes_procs.core import ProcessRegistry
+        job = ProcessRegistry(home=sys.argv[1]).spawn("sleep 0.5; seq 1 3000; exit 7")
+        print(job["session_id"])
+    """, home)
+    sid = spawner.communicate(timeout=10)[0].strip()
+    assert spawner.returncode == 0
+    time.sleep(1.0)
+    reg = ProcessRegistry(home=home)
+    done = reg.wait(sid, timeout=10)
+    assert done["status"] == "exited" and done["exit_code"] == 7
+    log = reg.read_log(sid, limit=5)
+    assert log["total_lines"] == 3000 and log["output"].endswith("3000")
+
+
+def test_supervisor_killed_means_lost_not_running(registry, alive):
+    job = registry.spawn("sleep 60")
+    proc = json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())
+    os.kill(proc["supervisor_pid"], signal.SIGKILL)
+    wait_until(lambda: registry.poll(job["session_id"])["status"] == "exited")
+    polled = registry.poll(job["session_id"])
+    assert polled["completion_reason"] == "lost"
+    assert registry.wait(job["session_id"], timeout=1)["completion_reason"] == "lost"
+    assert registry.write(job["session_id"], "x")["status"] == "already_exited"
+    assert registry.kill(job["session_id"], grace=1)["status"] == "killed"
+    assert not alive(job["pid"])
+
+
+def test_notify_and_watch_events_exactly_once_across_processes(home):
+    reg = ProcessRegistry(home=home)
+    jobs = [reg.spawn(f"echo job{i}", notify_on_complete=True) for i in range(6)]
+    for job in jobs:
+        reg.wait(job["session_id"], timeout=10)
+    drainer = """
+        import json, sys, time
+        from hermes_procs.core import ProcessRegistry
+        reg = ProcessRegistry(home=sys.argv[1])
+        got = []
+        end = time.time() + 1.0
+        while time.time() < end:
+            got += reg.drain_events("shared")
+        print(json.dumps(got))
+    """
+    procs = [_python(drainer, home) for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=20)[0]) for p in procs]
+    seen = [e["session_id"] for r in results for e in r]
+    assert sorted(seen) == sorted(j["session_id"] for j in jobs)
+    assert all(e["type"] == "completion" and e["exit_code"] == 0 for r in results for e in r)
+    assert reg.drain_events("shared") == []
+    other = reg.drain_events("another")
+    assert len(other) == 6 and "job" in other[0]["output"]
+
+
+def test_watch_patterns_rate_limited(registry):
+    job = registry.spawn("echo 'ERROR one'; echo fine; echo 'ERROR two'; sleep 0.3",
+                         watch_patterns=["ERROR"])
+    registry.wait(job["session_id"], timeout=10)
+    events = registry.drain_events("w")
+    assert len(events) == 1 and events[0]["type"] == "watch_match"
+    assert events[0]["pattern"] == "ERROR" and "ERROR one" in events[0]["output"]
+
+
+def test_drain_events_all_types(registry):
+    job = registry.spawn("true")
+    registry.wait(job["session_id"], timeout=10)
+    kinds = [e["type"] for e in registry.drain_events("everything", all_types=True)]
+    assert kinds == ["started", "exited"]
+    assert registry.drain_events("bad/name")["status"] == "error"

@@ -1,0 +1,209 @@
+"""Spawn, poll, wait, read_log and list against real jobs: the everyday path of the API."""
+
+import json
+import os
+import stat
+import threading
+import time
+
+from conftest import wait_until
+
+from hermes_procs.core import ProcessRegistry
+
+
+def test_spawn_poll_wait_log(registry):
+    job = registry.spawn("echo hello; sleep 0.2; echo bye; exit 3", name="greeter")
+    assert job["status"] == "running" and job["pid"] > 0 and job["session_id"].startswith("proc_")
+    assert len(job["session_id"]) == 17
+    polled = registry.poll(job["session_id"])
+    assert polled["status"] == "running" and polled["command"].startswith("echo hello")
+    done = registry.wait(job["session_id"], timeout=10)
+    assert done["status"] == "exited" and done["exit_code"] == 3
+    assert done["completion_reason"] == "exited" and "bye" in done["output"]
+    log = registry.read_log(job["session_id"])
+    assert log["output"] == "hello\nbye" and log["total_lines"] == 2
+    polled = registry.poll(job["session_id"])
+    assert polled["exit_code"] == 3 and polled["signal"] is None and polled["leftover_pids"] == []
+    json.dumps(polled)
+
+
+def test_read_log_paging(registry):
+    job = registry.spawn("seq 1 1000")
+    registry.wait(job["session_id"], timeout=10)
+    tail = registry.read_log(job["session_id"], limit=5)
+    assert tail["output"].splitlines() == ["996", "997", "998", "999", "1000"]
+    page = registry.read_log(job["session_id"], offset=10, limit=3)
+    assert page["output"].splitlines() == ["11", "12", "13"] and page["total_lines"] == 1000
+
+
+def test_list_newest_first_and_filters(registry):
+    first = registry.spawn("true", task_id="t1")
+    second = registry.spawn("true", task_id="t2", session_key="s")
+    rows = registry.list()
+    assert [r["session_id"] for r in rows][:2] == [second["session_id"], first["session_id"]]
+    assert [r["session_id"] for r in registry.list(task_id="t1")] == [first["session_id"]]
+    assert [r["session_id"] for r in registry.list(session_key="s")] == [second["session_id"]]
+    row = rows[0]
+    for field in ("session_id", "name", "command", "cwd", "pid", "pty", "status", "started_at",
+                  "uptime_seconds", "output_preview"):
+        assert field in row
+
+
+def test_prefix_ids(registry):
+    job = registry.spawn("sleep 5")
+    sid = job["session_id"]
+    assert registry.poll(sid[5:9])["session_id"] == sid
+    assert registry.poll("proc_" + sid[5:11])["session_id"] == sid
+    other = registry.spawn("sleep 5")
+    common = os.path.commonprefix([sid[5:], other["session_id"][5:]])
+    if len(common) >= 4:
+        assert "ambiguous" in registry.poll(common)["error"]
+
+
+def test_ambiguous_prefix_is_an_error(home):
+    reg = ProcessRegistry(home=home)
+    for suffix in ("abcd00000001", "abcd00000002"):
+        (home / "jobs" / f"proc_{suffix}").mkdir()
+    result = reg.poll("abcd")
+    assert result["status"] == "error" and "ambiguous" in result["error"]
+
+
+def test_wait_wakes_promptly_on_exit(registry):
+    job = registry.spawn("sleep 0.3")
+    start = time.monotonic()
+    result = registry.wait(job["session_id"], timeout=30)
+    elapsed = time.monotonic() - start
+    assert result["status"] == "exited" and elapsed < 2.0
+
+
+def test_wait_timeout_clamp_and_errors(registry, monkeypatch):
+    job = registry.spawn("sleep 30")
+    result = registry.wait(job["session_id"], timeout=0.2)
+    assert result["status"] == "timeout" and "timeout_note" in result
+    assert registry.wait(job["session_id"], timeout=0)["status"] == "error"
+    assert registry.wait(job["session_id"], timeout=-1)["status"] == "error"
+    monkeypatch.setenv("HERMES_PROCS_MAX_WAIT", "0.3")
+    clamped = registry.wait(job["session_id"], timeout=100)
+    assert clamped["status"] == "timeout" and "clamped" in clamped["timeout_note"]
+
+
+def test_wait_interrupt(registry):
+    job = registry.spawn("sleep 30")
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    result = registry.wait(job["session_id"], timeout=20, interrupt=stop)
+    assert result["status"] == "interrupted"
+
+
+def test_pty_repl_submit(registry):
+    job = registry.spawn("python3 -i", pty=True)
+    wait_until(lambda: ">>>" in registry.read_log(job["session_id"])["output"])
+    assert registry.submit(job["session_id"], "print(6*7)")["status"] == "ok"
+    wait_until(lambda: "42" in registry.read_log(job["session_id"])["output"].split("print(6*7)")[-1])
+    registry.close_stdin(job["session_id"])
+    assert registry.wait(job["session_id"], timeout=10)["exit_code"] == 0
+
+
+def test_pty_env_and_size(registry):
+    job = registry.spawn("echo $TERM $PAGER $GIT_PAGER; stty size", pty=True, rows=33, cols=91)
+    registry.wait(job["session_id"], timeout=10)
+    out = registry.read_log(job["session_id"])["output"]
+    assert "xterm-256color cat cat" in out and "33 91" in out
+
+
+def test_pty_has_controlling_terminal(registry):
+    job = registry.spawn("tty; python3 -c 'import os; print(os.getsid(0) == os.getpid())'", pty=True)
+    registry.wait(job["session_id"], timeout=10)
+    out = registry.read_log(job["session_id"])["output"]
+    assert "/dev/pts/" in out and "not a tty" not in out
+
+
+def test_resize_reaches_the_job(registry):
+    job = registry.spawn("trap 'stty size' WINCH; while true; do sleep 0.05; done", pty=True)
+    time.sleep(0.2)
+    assert registry.resize(job["session_id"], 40, 100)["status"] == "ok"
+    wait_until(lambda: "40 100" in registry.read_log(job["session_id"])["output"])
+
+
+def test_pipe_stdin_write_and_close(registry):
+    job = registry.spawn("cat")
+    assert registry.write(job["session_id"], "abc")["bytes_written"] == 3
+    assert registry.submit(job["session_id"], "def")["bytes_written"] == 4
+    wait_until(lambda: registry.read_log(job["session_id"])["output"] == "abcdef")
+    assert registry.close_stdin(job["session_id"])["status"] == "ok"
+    assert registry.wait(job["session_id"], timeout=10)["exit_code"] == 0
+    assert registry.write(job["session_id"], "late")["status"] == "already_exited"
+
+
+def test_write_after_close_is_an_error(registry):
+    job = registry.spawn("sleep 30")
+    registry.close_stdin(job["session_id"])
+    result = registry.write(job["session_id"], "x")
+    assert result["status"] == "error" and "closed" in result["error"]
+
+
+def test_input_history_records_source(registry):
+    job = registry.spawn("cat")
+    registry.submit(job["session_id"], "from agent")
+    registry.submit(job["session_id"], "from human", source="human")
+    history = registry.inputs(job["session_id"])
+    assert [(h["source"], h["preview"]) for h in history] == [("agent", "from agent\n"), ("human", "from human\n")]
+
+
+def test_state_home_is_private(registry, home):
+    job = registry.spawn("echo x")
+    registry.wait(job["session_id"], timeout=10)
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    jobdir = home / "jobs" / job["session_id"]
+    assert stat.S_IMODE(jobdir.stat().st_mode) == 0o700
+    for path in jobdir.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_environment_drops_secrets(registry, monkeypatch):
+    monkeypatch.setenv("MY_API_KEY", "sekrit1")
+    monkeypatch.setenv("GITHUB_TOKEN", "sekrit2")
+    monkeypatch.setenv("PLAIN_VALUE", "visible")
+    job = registry.spawn("env", env={"EXTRA": "given"})
+    registry.wait(job["session_id"], timeout=10)
+    out = registry.read_log(job["session_id"], limit=1000)["output"]
+    assert "sekrit" not in out and "PLAIN_VALUE=visible" in out
+    assert "EXTRA=given" in out and "PYTHONUNBUFFERED=1" in out
+
+
+def test_home_resolution_order(tmp_path, monkeypatch):
+    monkeypatch.delenv("HERMES_PROCS_HOME", raising=False)
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hh"))
+    assert ProcessRegistry().home == tmp_path / "hh" / "procs"
+    monkeypatch.setenv("HERMES_PROCS_HOME", str(tmp_path / "hp"))
+    assert ProcessRegistry().home == tmp_path / "hp"
+    assert ProcessRegistry(home=tmp_path / "explicit").home == tmp_path / "explicit"
+
+
+def test_long_home_path_socket(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    reg = ProcessRegistry(home=deep)
+    job = reg.spawn("cat")
+    assert len(str(deep / "jobs" / job["session_id"] / "sock")) > 108
+    assert reg.submit(job["session_id"], "hi")["status"] == "ok"
+    wait_until(lambda: "hi" in reg.read_log(job["session_id"])["output"])
+    assert reg.kill(job["session_id"], grace=0.5)["status"] == "killed"
+
+
+def test_max_runtime_times_out(registry):
+    job = registry.spawn("sleep 30", max_runtime=0.3)
+    result = registry.wait(job["session_id"], timeout=10)
+    assert result["completion_reason"] == "timed_out"
+    for bad in (0, -1, float("nan"), float("inf"), True, "5"):
+        assert registry.spawn("true", max_runtime=bad)["status"] == "error"
+
+
+def test_prune_keeps_running_and_newest(registry):
+    done = [registry.spawn("true") for _ in range(3)]
+    for job in done:
+        registry.wait(job["session_id"], timeout=10)
+    running = registry.spawn("sleep 30")
+    result = registry.prune(keep_count=1)
+    assert result["pruned"] == 2
+    left = {r["session_id"] for r in registry.list()}
+    assert left == {running["session_id"], done[-1]["session_id"]}
