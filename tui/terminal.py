@@ -41,7 +41,25 @@ NUDGE_DELAY = 0.15  # seconds between the two halves of the resize nudge
 
 def _read_tail(registry, session_id: str, end: int | None, limit: int = TAIL_BYTES) -> bytes:
     """Up to ``limit`` bytes of the job's output ending at absolute offset ``end`` (None:
-    the end of the log), read from the retained log segments (docs/internals.md)."""
+    the end of the log): what came before a live stream that starts at ``end``."""
+    try:
+        from hermes_procs.core import logstore
+
+        jobdir = registry.job_dir(session_id)
+        if not isinstance(jobdir, (str, os.PathLike)):
+            raise TypeError("no job folder")
+        if end is None:
+            return logstore.tail_bytes(jobdir, limit)
+        return logstore.read_bytes(jobdir, max(0, end - limit), end)
+    except (ImportError, AttributeError, TypeError):
+        pass
+    except Exception:
+        return b""
+    return _read_tail_files(registry, session_id, end, limit)
+
+
+def _read_tail_files(registry, session_id: str, end: int | None, limit: int) -> bytes:
+    """The same from ``registry.log_files`` alone (the layout of docs/internals.md)."""
     try:
         files = [Path(p) for p in registry.log_files(session_id)]
     except Exception:
