@@ -350,9 +350,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def _terminal_size(fd: int) -> tuple[int, int]:
     try:
         sz = os.get_terminal_size(fd)
-        return sz.lines, sz.columns
     except OSError:
         return 24, 80
+    return (sz.lines or 24), (sz.columns or 80)
 
 
 def attach_terminal(

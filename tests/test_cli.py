@@ -1,0 +1,259 @@
+"""The `hermes-procs` command line, run as a real subprocess (`python -m hermes_procs`)
+against a temporary state home, with real jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+ID_RE = re.compile(r"^proc_[0-9a-f]{12}$")
+
+
+@pytest.fixture
+def cli(home):
+    """Run the CLI; returns CompletedProcess (text)."""
+    started: list[str] = []
+
+    def run(*args, input=None, timeout=30, env=None, check=None):
+        full_env = dict(os.environ, HERMES_PROCS_HOME=str(home), COLUMNS="200")
+        if env:
+            full_env.update(env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "hermes_procs", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=full_env,
+        )
+        if args and args[0] == "run" and proc.returncode == 0 and "--json" not in args:
+            started.append(proc.stdout.strip())
+        if check is not None:
+            assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
+        return proc
+
+    yield run
+    from hermes_procs.core import ProcessRegistry
+
+    reg = ProcessRegistry(home=home)
+    for job in reg.list():
+        if isinstance(job, dict) and (job.get("status") == "running" or job.get("leftover_pids")):
+            reg.kill(job["session_id"], grace=0.2)
+
+
+def one_error_line(proc, *needles):
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("hermes-procs: error: "), lines
+    assert "Traceback" not in proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def start(cli, *args) -> str:
+    proc = cli("run", *args, check=0)
+    sid = proc.stdout.strip()
+    assert ID_RE.match(sid), proc.stdout
+    return sid
+
+
+def wait_for(pred, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.05)
+
+
+def test_run_ls_poll_wait_text_and_json(cli):
+    sid = start(cli, "--name", "hello", "--", "echo", "hello world")
+    done = json.loads(cli("wait", sid, "--json", check=0).stdout)
+    assert done["status"] == "exited" and done["exit_code"] == 0
+    assert "hello world" in done["output"]
+
+    jobs = json.loads(cli("ls", "--json", check=0).stdout)
+    assert isinstance(jobs, list) and jobs[0]["session_id"] == sid
+    assert jobs[0]["command"] == "echo 'hello world'"  # several words: shlex.join
+
+    table = cli("ls", check=0).stdout
+    assert "ID" in table and "STATUS" in table and "COMMAND" in table
+    row = next(line for line in table.splitlines() if sid in line)
+    assert "exited 0" in row and "hello: echo 'hello world'" in row
+
+    polled = json.loads(cli("poll", sid, "--json", check=0).stdout)
+    assert polled["status"] == "exited" and polled["exit_code"] == 0
+    assert polled["completion_reason"] == "exited"
+    human = cli("poll", sid[5:11], check=0).stdout.splitlines()  # unique prefix
+    assert human[0].startswith(f"{sid}  exited 0")
+    assert "hello world" in human
+
+    text = cli("wait", sid, check=0).stdout
+    assert text.startswith(f"{sid}  exited 0")
+
+
+def test_readme_flow_pty_python_repl(cli):
+    sid = start(cli, "--pty", "--", "python3", "-i")
+    wait_for(lambda: ">>>" in cli("log", sid).stdout)
+    assert "submitted" in cli("submit", sid, "print(6*7)", check=0).stdout
+    log = wait_for(lambda: (out := cli("log", sid).stdout) and "\n42" in out and out)
+    assert "\x1b" not in log  # ANSI stripped
+    killed = json.loads(cli("kill", sid, "--json", "--grace", "1", check=0).stdout)
+    assert killed["status"] == "killed" and killed["completion_reason"] == "killed"
+    again = cli("kill", sid, check=0).stdout
+    assert "already exited" in again
+
+
+def test_write_submit_close_on_a_pipe_job(cli):
+    sid = start(cli, "--", "cat")
+    assert json.loads(cli("write", sid, "-E", r"abc\n", "--json", check=0).stdout)["bytes_written"] == 4
+    cli("submit", sid, "xyz", check=0)
+    wait_for(lambda: "xyz" in cli("log", sid).stdout)
+    assert json.loads(cli("close", sid, "--json", check=0).stdout)["status"] == "ok"
+    done = json.loads(cli("wait", sid, "--timeout", "5", "--json", check=0).stdout)
+    assert done["status"] == "exited" and done["exit_code"] == 0
+    assert cli("log", sid, check=0).stdout == "abc\nxyz\n"
+    one_error_line(cli("write", sid, "more"), sid, "exited")
+    one_error_line(cli("submit", sid), sid, "exited")
+
+
+def test_one_word_command_is_used_as_is(cli):
+    sid = start(cli, "echo a && echo b | tr b B")
+    cli("wait", sid, check=0)
+    assert cli("log", sid, check=0).stdout == "a\nB\n"
+
+
+def test_log_offset_limit(cli):
+    sid = start(cli, "--", "seq", "1", "10")
+    cli("wait", sid, check=0)
+    assert cli("log", sid, "--offset", "2", "--limit", "3", check=0).stdout == "3\n4\n5\n"
+    assert cli("log", sid, "--limit", "2", check=0).stdout == "9\n10\n"
+    data = json.loads(cli("log", sid, "--offset", "0", "--limit", "4", "--json", check=0).stdout)
+    assert data["output"] == "1\n2\n3\n4" and data["total_lines"] == 10
+
+
+def test_log_follow_streams_until_exit(cli, home):
+    sid = start(cli, "--", "for i in 1 2 3 4; do echo line $i; sleep 0.3; done; printf 'x 10%%\\rx 100%%\\n'")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hermes_procs", "log", sid, "--follow"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, HERMES_PROCS_HOME=str(home)),
+    )
+    first = proc.stdout.readline()
+    assert first.startswith("line ")
+    assert time.monotonic() - t0 < 1.0  # streamed, not printed at the end
+    rest, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    lines = (first + rest).splitlines()
+    assert lines == ["line 1", "line 2", "line 3", "line 4", "x 100%"]
+    # a finished job: --follow prints the tail and returns at once
+    assert cli("log", sid, "-f", "--limit", "1", check=0).stdout == "x 100%\n"
+
+
+def test_wait_timeout_and_exit_code(cli):
+    sid = start(cli, "--", "sleep 30")
+    t0 = time.monotonic()
+    one_error_line(cli("wait", sid, "--timeout", "0.3"), "timed out", sid)
+    assert time.monotonic() - t0 < 5
+    res = cli("wait", sid, "--timeout", "0.2", "--json")
+    assert res.returncode == 1 and json.loads(res.stdout)["status"] == "timeout"
+    cli("kill", sid, "--grace", "0.5", check=0)
+    sid2 = start(cli, "--", "exit 3")
+    assert cli("wait", sid2).returncode == 0
+    assert cli("wait", sid2, "--exit-code").returncode == 3
+    one_error_line(cli("wait", sid2, "--timeout", "0"))
+
+
+def test_signal_and_max_runtime(cli):
+    sid = start(cli, "--", "sleep 30")
+    assert json.loads(cli("signal", sid, "TERM", "--json", check=0).stdout)["status"] == "ok"
+    done = json.loads(cli("wait", sid, "--timeout", "5", "--json", check=0).stdout)
+    assert done["exit_code"] == -15
+    one_error_line(cli("signal", sid, "NOPE"), "unknown signal")
+    sid2 = start(cli, "--max-runtime", "0.5", "--", "sleep 30")
+    done = json.loads(cli("wait", sid2, "--timeout", "10", "--json", check=0).stdout)
+    assert done["completion_reason"] == "timed_out"
+
+
+def test_errors_are_one_line_exit_1(cli):
+    one_error_line(cli("poll", "proc_000000000000"), "No process with ID")
+    one_error_line(cli("log", "../x"))
+    one_error_line(cli("kill", "/etc/passwd"))
+    one_error_line(cli("write", "proc_x", "data"))
+    one_error_line(cli("poll"), "Missing argument")
+    one_error_line(cli("frobnicate"), "frobnicate")
+    one_error_line(cli("log", "abcd", "--limit", "many"), "--limit")
+    one_error_line(cli("run"), "needs a command")
+    one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
+    one_error_line(cli("run", "--max-runtime", "-1", "--", "true"))
+    # --json still prints the API's dict, and the one line on stderr
+    res = cli("poll", "proc_000000000000", "--json")
+    one_error_line(res)
+    assert json.loads(res.stdout)["status"] == "not_found"
+
+
+def test_home_before_or_after_the_subcommand(cli, tmp_path):
+    other = tmp_path / "other-home"
+    sid = cli("--home", str(other), "run", "--", "true", check=0).stdout.strip()
+    assert ID_RE.match(sid)
+    assert sid in cli("ls", "--home", str(other), "--json", check=0).stdout
+    assert sid in cli("--home", str(other), "ls", "--json", check=0).stdout
+    assert sid not in cli("ls", "--json", check=0).stdout  # $HERMES_PROCS_HOME
+    assert (other / "jobs" / sid).is_dir()
+    cli("--home", str(other), "--json", "wait", sid, check=0)
+
+
+def test_prune(cli):
+    sid = start(cli, "--", "true")
+    cli("wait", sid, check=0)
+    keep = json.loads(cli("prune", "--json", check=0).stdout)
+    assert keep["status"] == "ok" and keep["pruned"] == 0
+    gone = cli("prune", env={"HERMES_PROCS_KEEP_COUNT": "0"}, check=0).stdout
+    assert gone.strip() == "pruned 1 finished job"
+    assert json.loads(cli("ls", "--json", check=0).stdout) == []
+    assert cli("ls", check=0).stdout.strip() == "No processes."
+
+
+def test_events_once_per_consumer(cli):
+    sid = start(cli, "--notify", "--", "echo done")
+    cli("wait", sid, check=0)
+
+    def events(consumer):
+        out = cli("events", "--consumer", consumer, check=0).stdout
+        return [json.loads(line) for line in out.splitlines()]
+
+    first = wait_for(lambda: events("t1"))
+    assert [e["type"] for e in first] == ["completion"] and first[0]["session_id"] == sid
+    assert events("t1") == []
+    assert [e["session_id"] for e in events("t2")] == [sid]
+
+
+def test_ls_starts_without_heavy_imports(cli, home):
+    start(cli, "--", "true")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "hermes_procs", "ls"],
+        capture_output=True, text=True, timeout=30,
+        env=dict(os.environ, HERMES_PROCS_HOME=str(home)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    for heavy in ("textual", "mcp", "pydantic", "psutil", "hermes_procs.tui"):
+        assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
+
+
+def test_help_and_attach_without_terminal(cli):
+    out = cli("--help", check=0).stdout
+    for word in ("run", "ls", "poll", "log", "wait", "kill", "write", "submit", "close", "attach", "events", "prune"):
+        assert word in out
+    sid = start(cli, "--pty", "--", "sleep 30")
+    one_error_line(cli("attach", sid), "terminal")
