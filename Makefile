@@ -25,7 +25,7 @@ bench-full: $(STAMP)
 	$(BIN)/python -m bench --full
 
 screenshots: $(STAMP)
-	$(BIN)/python -m tui.screenshots
+	$(BIN)/python -m hermes_procs.tui.screenshots
 
 clean:
 	rm -rf $(VENV) build *.egg-info
