@@ -140,11 +140,14 @@ class ProcessRegistry:
             raise BadInput("watch_patterns must be a list of non-empty strings")
         if max_runtime is not None:
             max_runtime = _number(max_runtime, "max_runtime")
+        shell = shell_argv(command)[:-1]
+        if not shutil.which(shell[0]):
+            raise BadInput(f"Shell not found: {shell[0]} (set HERMES_PROCS_SHELL to a shell that exists)")
         return {"session_id": new_session_id(), "command": command, "cwd": cwd, "pty": bool(pty),
                 "name": str(name) if name else "", "task_id": str(task_id or ""),
                 "session_key": str(session_key or ""), "notify_on_complete": bool(notify),
                 "watch_patterns": list(watch or []), "rows": rows, "cols": cols,
-                "max_runtime": max_runtime, "created_at": time.time(), "shell": shell_argv(command)[:-1],
+                "max_runtime": max_runtime, "created_at": time.time(), "shell": shell,
                 "log_cap": int(_env_float("HERMES_PROCS_LOG_CAP", 64 << 20)),
                 "kill_grace": _env_float("HERMES_PROCS_KILL_GRACE", 3.0)}
 

@@ -28,31 +28,28 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: in
         in_r, in_w = os.pipe()
         out_fd, in_fd = out_r, in_w
         child_fds = (in_r, out_w, out_w)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
         os.umask(umask)
-        _exec_child(pty, child_fds, err_w, cwd, argv)
-    os.close(err_w)
+        _exec_child(pty, child_fds, cwd, argv)
     for fd in set(child_fds):
         os.close(fd)
-    failure = os.read(err_r, 4096)
-    os.close(err_r)
-    if failure:
-        os.waitpid(pid, 0)
-        raise OSError(failure.decode(errors="replace"))
     return pid, out_fd, in_fd
 
 
-def _exec_child(pty: bool, fds: tuple, err_w: int, cwd: str, argv: list) -> None:
+def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list) -> None:
+    """In the forked child: own session and terminal, default signals, then exec.
+
+    The registry checked cwd and the shell beforehand; a failure here still reaches the job's
+    output (its stderr) and ends it with status 127, as a shell would.
+    """
     try:
         os.setsid()
         if pty:
             fcntl.ioctl(fds[0], termios.TIOCSCTTY, 0)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        os.closerange(3, err_w)
-        os.closerange(err_w + 1, 65536)
+        os.closerange(3, 65536)
         import signal
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
@@ -60,9 +57,9 @@ def _exec_child(pty: bool, fds: tuple, err_w: int, cwd: str, argv: list) -> None
         os.execvp(argv[0], argv)
     except OSError as exc:
         what = f"cannot change to directory {cwd}" if exc.filename == cwd else f"cannot run {argv[0]}"
-        os.write(err_w, f"{what}: {exc.strerror}".encode())
+        os.write(2, f"hermes-procs: {what}: {exc.strerror}\n".encode())
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
-        os.write(err_w, repr(exc).encode())
+        os.write(2, f"hermes-procs: {exc!r}\n".encode())
     os._exit(127)
 
 
