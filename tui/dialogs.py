@@ -1,0 +1,324 @@
+"""Modal screens: kill confirmation, signal chooser, new job, help."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+__all__ = ["KillScreen", "SignalScreen", "NewJobScreen", "HelpScreen", "KEYMAP"]
+
+_DIALOG_CSS = """
+{name} {{
+    align: center middle;
+    background: $background 60%;
+}}
+{name} > Vertical {{
+    width: 64;
+    max-width: 96%;
+    height: auto;
+    max-height: 96%;
+    border: thick $primary 80%;
+    background: $surface;
+    padding: 0 1;
+}}
+{name} .title {{
+    text-style: bold;
+    width: 100%;
+    content-align: center middle;
+    margin-bottom: 1;
+}}
+{name} .buttons {{
+    height: auto;
+    align: right middle;
+    margin-top: 1;
+}}
+{name} .buttons Button {{
+    margin-left: 1;
+    min-width: 10;
+}}
+"""
+
+
+def _job_line(job: Any) -> str:
+    title = job.name or job.command
+    return f"{job.session_id}  {title}"
+
+
+class KillScreen(ModalScreen[dict | None]):
+    """Confirm a kill; runs it, and shows the survivors when the tree could not be killed.
+
+    Dismisses with the registry's result dict (or None when cancelled).
+    """
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="KillScreen") + """
+    KillScreen > Vertical { border: thick $error 80%; }
+    KillScreen #kill-status { height: auto; color: $text-muted; }
+    KillScreen #kill-status.error { color: $error; text-style: bold; }
+    """
+    BINDINGS = [
+        Binding("escape,n", "cancel", "Cancel"),
+        Binding("y", "confirm", "Kill"),
+    ]
+
+    def __init__(self, registry: Any, job: Any) -> None:
+        super().__init__()
+        self.registry = registry
+        self.job = job
+        self.result: dict | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Kill this job?", classes="title")
+            yield Static(Text.assemble(("name     ", "dim"), self.job.name or "-"))
+            yield Static(Text.assemble(("command  ", "dim"), self.job.command))
+            yield Static(Text.assemble(("id       ", "dim"), self.job.session_id, ("   pid ", "dim"), str(self.job.pid or "-")))
+            yield Static("Its whole process tree gets SIGTERM, then SIGKILL after the grace period.", id="kill-status")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel [n]", id="cancel", compact=True)
+                yield Button("Kill [y]", id="confirm", variant="error", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm", Button).focus()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(self.result)
+
+    @on(Button.Pressed, "#confirm")
+    def action_confirm(self) -> None:
+        if self.result is not None:  # already done: the button now closes
+            self.dismiss(self.result)
+            return
+        self.query_one("#confirm", Button).disabled = True
+        self.query_one("#kill-status", Static).update("Killing…")
+        self._kill()
+
+    @work(thread=True, exclusive=True)
+    def _kill(self) -> None:
+        try:
+            result = self.registry.kill(self.job.session_id)
+        except Exception as exc:  # pragma: no cover - the core returns dicts
+            result = {"status": "error", "error": str(exc)}
+        self.app.call_from_thread(self._killed, result)
+
+    def _killed(self, result: dict) -> None:
+        self.result = result
+        status = result.get("status")
+        if status in ("killed", "already_exited"):
+            self.dismiss(result)
+            return
+        survivors = result.get("survivors") or []
+        msg = result.get("error") or "The kill failed."
+        if survivors:
+            msg += "\nStill alive: " + ", ".join(str(p) for p in survivors)
+        widget = self.query_one("#kill-status", Static)
+        widget.update(msg)
+        widget.add_class("error")
+        button = self.query_one("#confirm", Button)
+        button.label = "Close"
+        button.disabled = False
+        button.focus()
+
+
+SIGNALS = (
+    ("INT", "interrupt (like Ctrl-C)"),
+    ("TERM", "terminate politely"),
+    ("HUP", "hang up / reload"),
+    ("KILL", "kill at once (cannot be caught)"),
+)
+
+
+class SignalScreen(ModalScreen[str | None]):
+    """Choose a signal for the job's process group. Dismisses with its name or None."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="SignalScreen") + """
+    SignalScreen OptionList { height: auto; border: none; }
+    """
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("i", "pick('INT')", "INT", show=False),
+        Binding("t", "pick('TERM')", "TERM", show=False),
+        Binding("h", "pick('HUP')", "HUP", show=False),
+        Binding("k", "pick('KILL')", "KILL", show=False),
+    ]
+
+    def __init__(self, job: Any) -> None:
+        super().__init__()
+        self.job = job
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Send a signal to {self.job.name or self.job.command}"[:60], classes="title")
+            yield OptionList(
+                *[Option(Text.assemble((f"{name:<5}", "bold"), f" {desc}"), id=name) for name, desc in SIGNALS],
+                id="signals",
+            )
+            yield Static(Text("Enter sends · i/t/h/k pick · Esc cancels", style="dim"))
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_pick(self, name: str) -> None:
+        self.dismiss(name)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NewJobScreen(ModalScreen[dict | None]):
+    """Command, working directory, PTY toggle, name. Dismisses with spawn kwargs or None."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="NewJobScreen") + """
+    NewJobScreen Input { margin-bottom: 1; }
+    NewJobScreen Checkbox { margin-bottom: 1; }
+    NewJobScreen Label.field { color: $text-muted; }
+    NewJobScreen #new-error { color: $error; height: auto; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, cwd: str | None = None) -> None:
+        super().__init__()
+        self.cwd = cwd or os.getcwd()
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("New job", classes="title")
+            yield Label("Command (run by the shell)", classes="field")
+            yield Input(placeholder="e.g. make test", id="new-command", compact=True)
+            yield Label("Working directory", classes="field")
+            yield Input(value=self.cwd, id="new-cwd", compact=True)
+            yield Label("Name (optional)", classes="field")
+            yield Input(placeholder="a short label", id="new-name", compact=True)
+            yield Checkbox("Run in a PTY (for REPLs, prompts, full-screen programs)", id="new-pty", compact=True)
+            yield Static("", id="new-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Button("Start", id="start", variant="primary", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#new-command", Input).focus()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#start")
+    def _start(self) -> None:
+        command = self.query_one("#new-command", Input).value.strip()
+        if not command:
+            self.query_one("#new-error", Static).update("Type a command first.")
+            self.query_one("#new-command", Input).focus()
+            return
+        cwd = self.query_one("#new-cwd", Input).value.strip() or None
+        if cwd and not os.path.isdir(os.path.expanduser(cwd)):
+            self.query_one("#new-error", Static).update(f"No such directory: {cwd}")
+            return
+        self.dismiss(
+            {
+                "command": command,
+                "cwd": os.path.expanduser(cwd) if cwd else None,
+                "pty": self.query_one("#new-pty", Checkbox).value,
+                "name": self.query_one("#new-name", Input).value.strip() or None,
+            }
+        )
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+KEYMAP: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "Jobs",
+        [
+            ("↑ ↓ / mouse", "select a job"),
+            ("n", "new job (command, cwd, PTY, name)"),
+            ("k", "kill the selected job (asks first)"),
+            ("s", "send a signal: INT, TERM, HUP, KILL"),
+            ("f", "show running jobs only / all jobs"),
+            ("o", "cycle the sort: newest, oldest, cpu, memory, quiet, status, name"),
+            ("/", "search jobs by command, name or id (Esc clears)"),
+            ("c", "copy the selected job's command"),
+            ("C", "copy the selected job's id"),
+        ],
+    ),
+    (
+        "Output and input",
+        [
+            ("tab / shift+tab", "move focus: table, log, input"),
+            ("l", "focus the log pane"),
+            ("↑ ↓ PgUp PgDn Home", "scroll the log (stops following)"),
+            ("End", "jump to the end and follow the output again"),
+            ("ctrl+f", "search the log; Enter / F3 next match, shift+F3 previous"),
+            ("i", "type into the selected job (line input)"),
+            ("Enter (input)", "send the line with a newline (source: human)"),
+            ("ctrl+r (input)", "send the text raw, without a newline"),
+            ("ctrl+d (input)", "send EOF (close the job's stdin)"),
+        ],
+    ),
+    (
+        "PTY jobs",
+        [
+            ("t / Enter", "open the terminal pane of a PTY job (keys go to the job)"),
+            ("ctrl+]", "leave the terminal pane (back to the table)"),
+            ("a", "full-screen attach (exact terminal; detach with ctrl+])"),
+        ],
+    ),
+    (
+        "App",
+        [
+            ("?", "this help"),
+            ("q", "quit the dashboard (jobs keep running)"),
+            ("ctrl+p", "command palette"),
+        ],
+    ),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    """The full key map."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="HelpScreen") + """
+    HelpScreen > Vertical { width: 84; max-height: 90%; }
+    HelpScreen VerticalScroll { height: auto; max-height: 100%; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("hermes-procs dashboard — keys", classes="title")
+            with VerticalScroll():
+                for section, keys in KEYMAP:
+                    table = Table.grid(padding=(0, 2))
+                    table.add_column(style="bold cyan", no_wrap=True, min_width=20)
+                    table.add_column()
+                    for key, desc in keys:
+                        table.add_row(escape(key), desc)
+                    yield Static(Text(section, style="bold underline"))
+                    yield Static(table)
+                yield Static(
+                    Text(
+                        "Closing the dashboard never stops a job: every job has its own supervisor. "
+                        "Marks in the table: P = runs in a PTY, ? = waiting for input. "
+                        "The mouse works everywhere (click rows, buttons, scroll the log).",
+                        style="dim",
+                    )
+                )
+            with Horizontal(classes="buttons"):
+                yield Button("Close", id="close", variant="primary", compact=True)
+
+    @on(Button.Pressed, "#close")
+    def action_close(self) -> None:
+        self.dismiss(None)

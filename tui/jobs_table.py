@@ -1,0 +1,285 @@
+"""The jobs table: a DataTable keyed by session id, updated in place from sampler snapshots.
+
+Rows are never cleared and rebuilt: each snapshot adds the new jobs, removes the ones that are
+gone (or filtered out) and calls ``update_cell`` only for the cells whose text changed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import DataTable
+
+from .sampler import JobRow
+
+__all__ = ["JobsTable", "SORTS", "fmt_duration", "fmt_bytes", "short_id"]
+
+SORTS = ("newest", "oldest", "cpu", "memory", "quiet", "status", "name")
+
+
+def short_id(session_id: str) -> str:
+    return session_id.removeprefix("proc_")[:6]
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return ""
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}{unit}" if unit in ("B", "K") or n >= 100 else f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.0f}T"
+
+
+def status_text(row: JobRow) -> Text:
+    if row.running:
+        return Text("running", style="bold green")
+    if row.label == "exited 0":
+        return Text(row.label, style="dim green")
+    if row.label.startswith("exited"):
+        return Text(row.label, style="bold red")
+    if row.label == "lost":
+        return Text(row.label, style="magenta")
+    return Text(row.label, style="yellow")  # killed / timed out
+
+
+class _IdCell(Text):
+    """The id cell: shows the short id, remembers the full one (for sorting)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(short_id(session_id), style="cyan")
+        self.session_id = session_id
+
+
+@dataclass(frozen=True)
+class _Col:
+    key: str
+    label: str
+    width: int  # content width; the table adds no padding, each column carries a 1-cell gap
+    wide_only: bool = False  # hidden below 100 columns
+
+
+COLUMNS = (
+    _Col("id", "ID", 7),
+    _Col("flags", "", 3),
+    _Col("name", "NAME / COMMAND", 20),
+    _Col("status", "STATUS", 11),
+    _Col("pid", "PID", 8, wide_only=True),
+    _Col("started", "STARTED", 9, wide_only=True),
+    _Col("time", "TIME", 6),
+    _Col("cpu", "CPU%", 6),
+    _Col("rss", "RSS", 7),
+    _Col("quiet", "QUIET", 6),
+)
+
+
+class JobsTable(DataTable):
+    """Jobs, one row per session id."""
+
+    DEFAULT_CSS = """
+    JobsTable { height: 1fr; }
+    """
+
+    class Selected(Message):
+        """The highlighted job changed (None: no job)."""
+
+        def __init__(self, session_id: str | None) -> None:
+            super().__init__()
+            self.session_id = session_id
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kwargs)
+        self.rows_by_id: dict[str, JobRow] = {}
+        self._cells: dict[str, tuple] = {}
+        self.sort_mode = "newest"
+        self.show_finished = True
+        self.search = ""
+        self._wide: bool | None = None
+        self._last_selected: str | None = "<none>"
+
+    def on_mount(self) -> None:
+        for col in COLUMNS:
+            self.add_column(col.label, width=col.width, key=col.key)
+        self._fit_columns()
+
+    def on_resize(self) -> None:
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        width = self.size.width or 80
+        wide = width >= 100
+        fixed = 0
+        for col in COLUMNS:
+            if col.key == "name":
+                continue
+            w = col.width if (wide or not col.wide_only) else 0
+            self.columns[col.key].width = w  # type: ignore[index]
+            fixed += w
+        self.columns["name"].width = max(10, width - fixed - 2)  # type: ignore[index]
+        self._wide = wide
+        self._require_update_dimensions = True
+        self.refresh()
+
+    # --- data in ------------------------------------------------------------------------
+
+    def visible(self, row: JobRow) -> bool:
+        if not self.show_finished and not row.running:
+            return False
+        if self.search:
+            needle = self.search.lower()
+            hay = f"{row.name}\n{row.command}\n{row.session_id}".lower()
+            return needle in hay
+        return True
+
+    def _cells_for(self, row: JobRow, now: float) -> tuple:
+        flags = Text()
+        flags.append("P" if row.pty else " ", style="bold blue")
+        flags.append("?" if row.waiting else " ", style="bold black on yellow" if row.waiting else "")
+        command = " ".join(row.command.split())
+        title = Text(row.name, style="bold") if row.name else Text(command)
+        if row.name:
+            title.append("  " + command, style="dim")
+        title.no_wrap = True
+        title.overflow = "ellipsis"
+        started = time.strftime("%H:%M:%S", time.localtime(row.started)) if row.started else ""
+        cpu = "" if row.cpu is None else f"{row.cpu:.0f}" if row.cpu >= 10 else f"{row.cpu:.1f}"
+        quiet = fmt_duration(row.silence) if row.running else ""
+        quiet_style = "yellow" if (row.silence or 0) >= 60 else "dim"
+        return (
+            row.session_id,  # id cell never changes
+            flags.markup,
+            title,
+            status_text(row),
+            str(row.pid or ""),
+            started,
+            fmt_duration(row.uptime),
+            cpu,
+            fmt_bytes(row.rss) if row.running else "",
+            Text(quiet, style=quiet_style),
+        )
+
+    def apply(self, rows: Iterable[JobRow], now: float | None = None) -> None:
+        """Bring the table in line with ``rows``: add, remove, update changed cells only."""
+        now = time.time() if now is None else now
+        rows = list(rows)
+        self.rows_by_id = {r.session_id: r for r in rows}
+        wanted = {r.session_id: r for r in rows if self.visible(r)}
+        keep_cursor = self.current_id()
+        changed_order = False
+        for sid in list(self._cells):
+            if sid not in wanted:
+                self.remove_row(sid)
+                del self._cells[sid]
+                changed_order = True
+        for sid, row in wanted.items():
+            cells = self._cells_for(row, now)
+            old = self._cells.get(sid)
+            if old is None:
+                values = [_IdCell(sid), Text.from_markup(cells[1]), *cells[2:]]
+                self.add_row(*values, key=sid)
+                changed_order = True
+            else:
+                for col, new, prev in zip(COLUMNS[1:], cells[1:], old[1:]):
+                    if _differs(new, prev):
+                        value = Text.from_markup(new) if col.key == "flags" else new
+                        self.update_cell(sid, col.key, value)
+                        if col.key in self._sort_columns():
+                            changed_order = True
+            self._cells[sid] = cells
+        if changed_order or self.sort_mode in ("cpu", "memory", "quiet"):
+            self.resort(keep=keep_cursor)
+        self._emit_selected()
+
+    def _sort_columns(self) -> tuple[str, ...]:
+        return {"status": ("status",), "name": ("name",), "cpu": ("cpu",), "memory": ("rss",),
+                "quiet": ("quiet",)}.get(self.sort_mode, ())
+
+    def _sort_key(self, sid: str):
+        row = self.rows_by_id.get(sid)
+        if row is None:
+            return (0,)
+        mode = self.sort_mode
+        if mode == "newest":
+            return (-row.started, sid)
+        if mode == "oldest":
+            return (row.started, sid)
+        if mode == "cpu":
+            return (-(row.cpu or 0.0), -row.started)
+        if mode == "memory":
+            return (-(row.rss or 0), -row.started)
+        if mode == "quiet":
+            return (-(row.silence if row.silence is not None else -1), -row.started)
+        if mode == "status":
+            return (not row.running, row.label, -row.started)
+        return (row.title.lower(), -row.started)
+
+    def resort(self, keep: str | None = None) -> None:
+        if not self.row_count:
+            return
+        keep = keep or self.current_id()
+        self.sort("id", key=lambda cell: self._sort_key(cell.session_id))
+        if keep and keep in self._cells:
+            index = self.get_row_index(keep)
+            if index != self.cursor_row:
+                self.move_cursor(row=index, animate=False, scroll=True)
+
+    def set_sort(self, mode: str) -> None:
+        self.sort_mode = mode
+        self.resort()
+
+    def refilter(self) -> None:
+        self.apply(self.rows_by_id.values())
+
+    # --- selection ----------------------------------------------------------------------
+
+    def current_id(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        except Exception:
+            return None
+        return key.value
+
+    def current(self) -> JobRow | None:
+        sid = self.current_id()
+        return self.rows_by_id.get(sid) if sid else None
+
+    def select_id(self, sid: str) -> None:
+        if sid in self._cells:
+            self.move_cursor(row=self.get_row_index(sid), animate=False)
+        self._emit_selected()
+
+    def _emit_selected(self) -> None:
+        sid = self.current_id()
+        if sid != self._last_selected:
+            self._last_selected = sid
+            self.post_message(self.Selected(sid))
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._emit_selected()
+
+
+def _differs(a, b) -> bool:
+    if isinstance(a, Text) and isinstance(b, Text):
+        return a.plain != b.plain or a.style != b.style or a.spans != b.spans
+    return a != b

@@ -1,0 +1,593 @@
+"""The log pane: the selected job's on-disk output, rendered one viewport at a time.
+
+Data flow
+---------
+A :class:`LogReader` thread per shown job owns a :class:`hermes_procs.core.logstore.LineIndex`
+(an incremental line-offset index over the job's log segments).  It refreshes the index, reads
+only the raw lines of the requested window and posts them to the pane in a
+:class:`LogPane.Lines` message, at most ~20 times a second.  The pane never reads the disk in
+``render_line``: it turns the few raw lines it was given into styled strips (cached).
+
+* Following: while the view is at the bottom it follows the tail.  Scrolling up stops
+  following; ``End`` resumes.  When the job floods (more than a few MiB not yet indexed) the
+  reader does not index on every tick: it reads only the last screenful with
+  ``logstore.tail_bytes`` and catches the index up when the user scrolls back.
+* Opening a 500 MB log is instant: the first message carries the tail (no index needed); the
+  index is built in the reader thread afterwards.
+* Safety: a line is decoded, every escape sequence other than SGR (colours) is removed (OSC 52,
+  titles, hyperlinks, cursor moves, private modes, DCS, C1 controls ...), ``\\r`` redraws are
+  collapsed, and only then the SGR codes are parsed by ``rich``'s ANSI decoder into styles.
+  Nothing a job wrote ever reaches the real terminal.
+* Search: :meth:`LogPane.search` scans the raw log in the reader thread (1 MiB chunks, case
+  insensitive), forward or backward from the current line, and scrolls to the match.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.ansi import AnsiDecoder
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from hermes_procs.core import logstore
+from hermes_procs.core.text import collapse_cr
+
+__all__ = ["LogPane", "LogReader", "sanitize_line", "render_raw_line"]
+
+# --- turning one raw line into safe styled text --------------------------------------------
+
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+# every escape sequence / control, most specific first (mirrors core.text, but SGR is kept)
+_ANY_ESCAPE = re.compile(
+    "|".join(
+        (
+            r"(?P<sgr>\x1b\[[0-9;:]*m)",
+            r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]",  # other CSI (cursor moves, modes, erase ...)
+            r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?",  # OSC: titles, 8, 52 ...
+            r"(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?",  # DCS SOS PM APC
+            r"\x1b[ -/]*[0-~]",  # two-character escapes
+            r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x1b\x7f\x80-\x9f]+",  # other controls (keeps \t \b \r)
+        )
+    )
+)
+MAX_LINE_CHARS = 4000  # a longer line is cut (its end is kept when it is a \r redraw)
+
+
+def _keep_sgr(m: re.Match) -> str:
+    return m.group("sgr") or ""
+
+
+def sanitize_line(s: str) -> str:
+    """Remove every escape sequence and control except SGR colour codes, ``\\t``, ``\\r``, ``\\b``."""
+    return _ANY_ESCAPE.sub(_keep_sgr, s)
+
+
+def _visible_len(s: str) -> int:
+    return len(_SGR.sub("", s))
+
+
+def _collapse(s: str) -> str:
+    """Collapse ``\\r`` redraws (and backspaces) of a line that may hold SGR codes."""
+    if "\r" not in s and "\b" not in s:
+        return s
+    if "\b" not in s:
+        segs = [seg for seg in s.split("\r")]
+        while len(segs) > 1 and not _SGR.sub("", segs[-1]):
+            segs.pop()  # a trailing "\r" (CRLF) or colour-only tail changes nothing
+        last = segs[-1]
+        if len(segs) == 1 or _visible_len(last) >= max(_visible_len(x) for x in segs[:-1]):
+            return last  # the usual progress redraw: the last frame covers the earlier ones
+    # partial overwrite: exact columns matter more than colours
+    return collapse_cr(_SGR.sub("", s))
+
+
+def render_raw_line(raw: bytes) -> Text:
+    """Raw bytes of one log line -> a safe, styled, single-line Text."""
+    s = raw.decode("utf-8", "replace")
+    if len(s) > MAX_LINE_CHARS:
+        cut = len(s) - MAX_LINE_CHARS
+        body = s.rstrip("\r")
+        k = body.rfind("\r", 0, len(body) - 1)
+        if k != -1 and len(body) - k <= MAX_LINE_CHARS:
+            s = body[k + 1:]
+        else:
+            s = s[:MAX_LINE_CHARS] + f"… [{cut} more characters]"
+    s = _collapse(sanitize_line(s))
+    text = AnsiDecoder().decode_line(s)
+    text.expand_tabs(8)
+    text.no_wrap = True
+    # a job cannot smuggle links or meta through SGR, but be explicit
+    for span in text.spans:
+        if isinstance(span.style, Style) and span.style.link:
+            span.style._link = None  # pragma: no cover - never produced without OSC 8
+    return text
+
+
+# --- the reader thread ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Request:
+    first: int
+    count: int
+    follow: bool
+
+
+class LogReader(threading.Thread):
+    """Owns the job's LineIndex; serves viewport reads and searches; posts to the pane."""
+
+    FLOOD_BACKLOG = 8 << 20  # more unindexed bytes than this while following: tail-only mode
+    TAIL_BYTES = 256 << 10
+
+    def __init__(self, pane: "LogPane", jobdir: Path, generation: int, running: bool = True) -> None:
+        super().__init__(name=f"log-reader-{jobdir.name}", daemon=True)
+        self.pane = pane
+        self.jobdir = Path(jobdir)
+        self.generation = generation
+        self.running = running
+        self._req: _Request | None = None
+        self._searches: "queue.SimpleQueue[tuple[str, int, bool]]" = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._stop_ev = threading.Event()
+        self.index: logstore.LineIndex | None = None
+        self._last_post: tuple | None = None
+        self._last_size = -1
+
+    # any thread
+    def request(self, first: int, count: int, follow: bool) -> None:
+        self._req = _Request(first, count, follow)
+        self._wake.set()
+
+    def search(self, query: str, from_line: int, forward: bool) -> None:
+        self._searches.put((query, from_line, forward))
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop_ev.set()
+        self._wake.set()
+
+    def _post(self, msg: Message) -> None:
+        if not self._stop_ev.is_set():
+            self.pane.post_message(msg)
+
+    # reader thread
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:  # never take the app down; show it in the pane
+            self._post(LogPane.Lines(self.generation, 0, [f"[log reader failed: {exc}]".encode()], 1, True, False))
+
+    def _run(self) -> None:
+        # 1. the tail first: a huge log shows at once
+        req = self._req or _Request(0, 50, True)
+        tail = self._tail_lines(max(req.count, 1))
+        self._post(LogPane.Lines(self.generation, 0, tail, len(tail), True, True))
+        # 2. the index (a full scan of a big log happens here, off the UI thread)
+        self.index = logstore.LineIndex(self.jobdir)
+        quiet_since = time.monotonic()
+        tick = 0.05
+        serve = True
+        while not self._stop_ev.is_set():
+            if serve:
+                self._serve()
+            while not self._searches.empty():
+                self._do_search(*self._searches.get())
+            self._wake.wait(tick)
+            woke = self._wake.is_set()
+            self._wake.clear()
+            if self._stop_ev.is_set():
+                break
+            size = self._size()
+            changed = size != self._last_size
+            self._last_size = size
+            now = time.monotonic()
+            if changed:
+                quiet_since = now
+                tick = 0.05  # at most ~20 updates a second while output flows
+            elif now - quiet_since > 2.0:
+                tick = 0.5  # quiet: poll twice a second
+            serve = changed or woke
+
+    def _size(self) -> int:
+        total = 0
+        for name in (logstore.OLD_LOG_NAME, logstore.LOG_NAME):
+            try:
+                st = os.stat(self.jobdir / name)
+                total += st.st_size + st.st_ino
+            except OSError:
+                pass
+        return total
+
+    def _tail_lines(self, count: int) -> list[bytes]:
+        data = logstore.tail_bytes(self.jobdir, self.TAIL_BYTES)
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"" and len(lines) > 1:
+            lines.pop()
+        if len(data) >= self.TAIL_BYTES and len(lines) > 1:
+            lines = lines[1:]  # the first one is probably cut
+        return lines[-count:]
+
+    def _serve(self) -> None:
+        idx = self.index
+        assert idx is not None
+        req = self._req or _Request(0, 50, True)
+        backlog = logstore.total_bytes(self.jobdir) - idx.end_offset
+        if req.follow and backlog > self.FLOOD_BACKLOG:
+            # flooding: show the tail without indexing every byte
+            lines = self._tail_lines(req.count)
+            key = ("tail", req.count, len(lines), lines[-1] if lines else b"", idx.line_count)
+            if key != self._last_post:
+                self._last_post = key
+                self._post(LogPane.Lines(self.generation, idx.line_count, lines,
+                                         idx.line_count, True, True))
+            return
+        idx.refresh()
+        total = idx.line_count
+        if req.follow:
+            first = max(0, total - req.count)
+        else:
+            first = max(0, min(req.first, max(0, total - 1)))
+        key = ("index", first, req.count, total, idx.end_offset, idx.dropped_bytes)
+        if key == self._last_post:
+            return
+        self._last_post = key
+        lines = idx.read_raw_lines(first, req.count, max_bytes=256 << 10)
+        self._post(LogPane.Lines(self.generation, first, lines, total, req.follow, False,
+                                 dropped=idx.dropped_bytes))
+
+    def _do_search(self, query: str, from_line: int, forward: bool) -> None:
+        idx = self.index
+        assert idx is not None
+        idx.refresh()
+        needle = query.lower().encode("utf-8", "replace")
+        total = idx.line_count
+        found = None
+        if needle and total:
+            from_line = max(0, min(from_line, total - 1))
+            start, end = idx.line_span(from_line)
+            lo, hi = idx.dropped_bytes, idx.end_offset
+            chunk = 1 << 20
+            over = len(needle) - 1
+            if forward:
+                pos = end + 1  # after the current line
+                while pos < hi and found is None and not self._stop_ev.is_set():
+                    data = idx.read(pos, min(hi, pos + chunk + over)).lower()
+                    i = data.find(needle)
+                    while i != -1:
+                        line = self._line_of(pos + i)
+                        if self._line_matches(line, query):
+                            found = line
+                            break
+                        nxt = idx.line_span(line)[1] + 1 - pos
+                        i = data.find(needle, max(i + 1, nxt))
+                    pos += chunk
+            else:
+                pos = start  # before the current line
+                while pos > lo and found is None and not self._stop_ev.is_set():
+                    s = max(lo, pos - chunk)
+                    data = idx.read(s, min(hi, pos + over)).lower()
+                    i = data.rfind(needle)
+                    while i != -1:
+                        line = self._line_of(s + i)
+                        if line < from_line and self._line_matches(line, query):
+                            found = line
+                            break
+                        lstart = idx.line_span(line)[0] - s
+                        if lstart <= 0:
+                            break
+                        i = data.rfind(needle, 0, lstart)
+                    pos = s
+        self._post(LogPane.SearchDone(self.generation, query, found, forward))
+
+    def _line_matches(self, line: int, query: str) -> bool:
+        raw = self.index.read_raw_lines(line, 1, max_bytes=1 << 20)  # type: ignore[union-attr]
+        return bool(raw) and query.lower() in render_raw_line(raw[0]).plain.lower()
+
+    def _line_of(self, offset: int) -> int:
+        """Line number holding absolute byte ``offset`` (binary search on the index)."""
+        idx = self.index
+        assert idx is not None
+        lo, hi = 0, idx.line_count - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if idx.line_span(mid)[0] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+# --- the pane ------------------------------------------------------------------------------
+
+
+class LogPane(ScrollView, can_focus=True):
+    """Scrollable view of one job's log; follows the tail at the bottom."""
+
+    DEFAULT_CSS = """
+    LogPane {
+        height: 1fr;
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    LogPane:focus { background-tint: $foreground 3%; }
+    """
+    BINDINGS = [
+        Binding("end", "follow", "Follow", show=False),
+        Binding("home", "scroll_home", "Top", show=False),
+        Binding("f3", "next_match", "Next match", show=False),
+        Binding("shift+f3", "previous_match", "Previous match", show=False),
+    ]
+
+    follow: reactive[bool] = reactive(True)
+
+    class Lines(Message):
+        """Raw lines ``first ..`` of the log (from the reader thread)."""
+
+        def __init__(self, generation: int, first: int, lines: list[bytes], total: int,
+                     follow: bool, tail: bool, dropped: int = 0) -> None:
+            super().__init__()
+            self.generation = generation
+            self.first = first
+            self.lines = lines
+            self.total = total
+            self.follow = follow
+            self.tail = tail
+            self.dropped = dropped
+
+    class SearchDone(Message):
+        def __init__(self, generation: int, query: str, line: int | None, forward: bool) -> None:
+            super().__init__()
+            self.generation = generation
+            self.query = query
+            self.line = line
+            self.forward = forward
+
+    class Status(Message):
+        """Follow state or search result changed (for the app's status line)."""
+
+        def __init__(self, pane: "LogPane", text: str) -> None:
+            super().__init__()
+            self.pane = pane
+            self.text = text
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.session_id: str | None = None
+        self.reader: LogReader | None = None
+        self.generation = 0
+        self.total = 0
+        self.first = 0
+        self._raw: list[bytes] = []
+        self._tail_mode = False
+        self._strips: OrderedDict[tuple[bytes, bool], Strip] = OrderedDict()
+        self._max_width = 0
+        self._programmatic = 0
+        self.query = ""
+        self.match_line: int | None = None
+        self.updates = 0  # repaint-causing messages handled (for tests and benches)
+
+    # --- job selection --------------------------------------------------------------
+
+    def show_job(self, session_id: str | None, jobdir: Path | None) -> None:
+        """Switch to another job (None: nothing)."""
+        if session_id == self.session_id and self.reader is not None:
+            return
+        self.stop_reader()
+        self.generation += 1
+        self.session_id = session_id
+        self.total = 0
+        self.first = 0
+        self._raw = []
+        self._strips.clear()
+        self._max_width = 0
+        self.match_line = None
+        self.follow = True
+        self._set_virtual(0)
+        if session_id and jobdir is not None:
+            self.reader = LogReader(self, jobdir, self.generation)
+            self.reader.request(0, self._page(), True)
+            self.reader.start()
+        self.refresh()
+
+    def stop_reader(self) -> None:
+        if self.reader is not None:
+            self.reader.stop()
+            self.reader = None
+
+    def on_unmount(self) -> None:
+        self.stop_reader()
+
+    # --- scrolling and following -------------------------------------------------------
+
+    def _page(self) -> int:
+        return max(1, self.size.height or 40)
+
+    def _set_virtual(self, total: int) -> None:
+        self._programmatic += 1
+        try:
+            self.virtual_size = Size(max(self._max_width, 1), total)
+        finally:
+            self._programmatic -= 1
+
+    def _request(self, force: bool = False) -> None:
+        """Ask the reader for the lines around the viewport (when they are not loaded yet)."""
+        if self.reader is None:
+            return
+        page = self._page()
+        if self.follow:
+            self.reader.request(0, page + 1, True)
+            return
+        top = int(self.scroll_y)
+        loaded = not self._tail_mode and self.first <= top and top + page <= self.first + len(self._raw)
+        if force or not loaded:
+            self.reader.request(max(0, top - page), 3 * page, False)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if self._programmatic:
+            return
+        at_bottom = round(new) >= self.max_scroll_y
+        if self.follow != at_bottom:
+            self.follow = at_bottom
+        self._request()
+
+    def watch_follow(self, follow: bool) -> None:
+        self.post_message(self.Status(self, "following" if follow else "paused (End follows)"))
+        if follow:
+            self._request()
+
+    def on_resize(self) -> None:
+        self._strips.clear()
+        self._request()
+        if self.follow:
+            self._scroll_bottom()
+
+    def _scroll_bottom(self) -> None:
+        self._programmatic += 1
+        try:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+        finally:
+            self._programmatic -= 1
+
+    def action_follow(self) -> None:
+        self.follow = True
+        self._scroll_bottom()
+        self._request()
+
+    def action_scroll_home(self) -> None:
+        self.follow = False
+        super().action_scroll_home()
+
+    # --- messages from the reader --------------------------------------------------------
+
+    @on(Lines)
+    def _on_lines(self, msg: Lines) -> None:
+        msg.stop()
+        if msg.generation != self.generation:
+            return
+        self.updates += 1
+        self._tail_mode = msg.tail
+        self.first = msg.first
+        self._raw = msg.lines
+        total = msg.total
+        if msg.tail:
+            # tail-only: the lines sit at the very bottom of the known log
+            total = max(total, self.first + len(msg.lines))
+            self.first = max(0, total - len(msg.lines))
+        self.total = total
+        self._set_virtual(total)
+        if self.follow:
+            self._scroll_bottom()
+        self.refresh()
+
+    @on(SearchDone)
+    def _on_search_done(self, msg: SearchDone) -> None:
+        msg.stop()
+        if msg.generation != self.generation:
+            return
+        if msg.line is None:
+            self.post_message(self.Status(self, f"no more matches for {msg.query!r}"))
+            self.app.bell()
+            return
+        self.match_line = msg.line
+        self.follow = False
+        target = max(0, msg.line - self._page() // 3)
+        self._programmatic += 1
+        try:
+            self.scroll_to(y=target, animate=False, immediate=True)
+        finally:
+            self._programmatic -= 1
+        self._request(force=True)
+        self.refresh()
+        self.post_message(self.Status(self, f"match at line {msg.line + 1}"))
+
+    # --- search ---------------------------------------------------------------------
+
+    def search(self, query: str, forward: bool = True) -> None:
+        self.query = query
+        if not query or self.reader is None:
+            return
+        if self.match_line is not None:
+            start = self.match_line
+        else:
+            start = int(self.scroll_y) - (1 if forward else -self._page())
+            start = max(-1, start)
+        if forward and start < 0:
+            start = 0
+            # include the first line itself: search from "before line 0"
+            if self.reader.index is not None and self.reader.index.line_count:
+                raw = self._raw[:1]
+                if raw and query.lower() in render_raw_line(raw[0]).plain.lower() and self.first == 0:
+                    self.post_message(self.SearchDone(self.generation, query, 0, True))
+                    return
+        self.post_message(self.Status(self, f"searching for {query!r}…"))
+        self.reader.search(query, start, forward)
+
+    def action_next_match(self) -> None:
+        self.search(self.query, True)
+
+    def action_previous_match(self) -> None:
+        self.search(self.query, False)
+
+    # --- rendering ------------------------------------------------------------------
+
+    def _strip_for(self, line_no: int) -> Strip | None:
+        i = line_no - self.first
+        if not (0 <= i < len(self._raw)):
+            return None
+        raw = self._raw[i]
+        hit = line_no == self.match_line and bool(self.query)
+        key = (raw, hit)
+        strip = self._strips.get(key)
+        if strip is not None:
+            self._strips.move_to_end(key)
+            return strip
+        text = render_raw_line(raw)
+        if hit:
+            low = text.plain.lower()
+            q = self.query.lower()
+            pos = low.find(q)
+            while pos != -1:
+                text.stylize("black on yellow", pos, pos + len(q))
+                pos = low.find(q, pos + len(q))
+        strip = Strip(list(text.render(self.app.console)), text.cell_len)
+        if text.cell_len > self._max_width:
+            self._max_width = min(text.cell_len, 4 * MAX_LINE_CHARS)
+            self.call_later(self._set_virtual, self.total)
+        self._strips[key] = strip
+        if len(self._strips) > 2000:
+            self._strips.popitem(last=False)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        style = self.rich_style
+        line_no = scroll_y + y
+        strip = self._strip_for(line_no) if line_no >= 0 else None
+        if strip is None:
+            note = ""
+            if y == 0 and not self.session_id:
+                note = " Select a job to see its output."
+            elif y == 0 and self.session_id and self.total == 0 and not self._raw:
+                note = " (no output yet)"
+            if note:
+                return Strip([Segment(note, style + Style(dim=True))]).extend_cell_length(width, style)
+            return Strip.blank(width, style)
+        return strip.apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
