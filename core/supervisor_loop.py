@@ -11,6 +11,7 @@ import os
 import selectors
 import signal
 import socket
+import sys
 import termios
 import threading
 import time
@@ -59,6 +60,7 @@ class Supervisor:
         self.log_fd = os.open(os.path.join(jobdir, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.log_size = os.fstat(self.log_fd).st_size
         self.dropped = 0
+        self.log_errors = 0
         self.offset = self.log_size
         self.tail = bytearray()
         self.exit = None
@@ -100,7 +102,13 @@ class Supervisor:
         self._event("started", command=self.meta.get("command", ""))
         self._reap()
         while not self._finished():
-            self._tick()
+            try:
+                self._tick()
+            except Exception:  # noqa: BLE001 - one bad request must never cost the job its supervisor
+                import traceback
+
+                traceback.print_exc()
+                time.sleep(0.01)
         self._shutdown()
         return 0
 
@@ -186,10 +194,15 @@ class Supervisor:
         return True
 
     def _append(self, data: bytes) -> None:
-        if self.log_size >= self.cap // 2:
-            self._rotate()
-        os.write(self.log_fd, data)
-        self.log_size += len(data)
+        try:
+            if self.log_size >= self.cap // 2:
+                self._rotate()
+            os.write(self.log_fd, data)
+            self.log_size += len(data)
+        except OSError as exc:  # disk full or gone: keep the job and the live stream going
+            self.log_errors += 1
+            if self.log_errors == 1:
+                print(f"hermes-procs supervisor: cannot write output log: {exc}", file=sys.stderr)
         self.offset += len(data)
         for client in list(self.clients.values()):
             if client.attached:
