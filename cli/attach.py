@@ -199,7 +199,7 @@ def _stream_read(st, timeout: float) -> Optional[bytes]:
     return data
 
 
-def _log_tail_bytes(registry, sid: str, end: Optional[int], max_lines: int, max_bytes: int = 1 << 20) -> Optional[bytes]:
+def _log_tail_bytes(registry, sid: str, end: Optional[int], max_lines: Optional[int], max_bytes: int = 1 << 20) -> Optional[bytes]:
     """The raw log bytes before absolute offset `end` (None: the current end), cut to the
     last `max_lines` lines (a final unfinished line counts as one).
 
@@ -213,6 +213,8 @@ def _log_tail_bytes(registry, sid: str, end: Optional[int], max_lines: int, max_
         data = logstore.read_bytes(jobdir, max(0, end - max_bytes), end)
     except Exception:
         return None
+    if max_lines is None:
+        return data
     if max_lines <= 0:
         return b""
     body = data[:-1] if data.endswith(b"\n") else data
@@ -334,6 +336,35 @@ def follow_log(registry, session_id: str, *, limit: int = 200, offset: Optional[
 # --------------------------------------------------------------------------- attach
 
 
+RESET_MODES = (
+    b"\x1b[0m"  # attributes
+    b"\x1b[?25h"  # cursor visible
+    b"\x1b[?1l\x1b>"  # normal cursor keys and keypad
+    b"\x1b[?2004l"  # bracketed paste off
+    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l"  # mouse reporting off
+)
+_ALT_ON = (b"\x1b[?1049h", b"\x1b[?1047h", b"\x1b[?47h")
+_ALT_OFF = (b"\x1b[?1049l", b"\x1b[?1047l", b"\x1b[?47l")
+
+
+class AltScreenTracker:
+    """Follows whether a byte stream left the terminal on the alternate screen."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self._carry = b""
+
+    def feed(self, data: bytes) -> None:
+        buf = self._carry + data
+        on = max(buf.rfind(s) for s in _ALT_ON)
+        off = max(buf.rfind(s) for s in _ALT_OFF)
+        if on > off:
+            self.on = True
+        elif off > on:
+            self.on = False
+        self._carry = buf[-8:]
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -413,17 +444,29 @@ def attach_terminal(
     banner = f"[attached to {sid} — detach with {key_name}]\r\n"
     _write_all(stdout_fd, banner.encode())
 
-    # context: the last lines before the stream's start offset
-    if replay_lines > 0:
-        try:
-            tail = _log_tail_bytes(registry, sid, getattr(st, "offset", None), replay_lines)
-        except Exception:
-            tail = None
-        if tail:
-            f = TextFilter(keep_sgr=True)
-            text = f.feed(tail) + f.finish()
-            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
-            _write_all(stdout_fd, text.encode("utf-8", "replace"))
+    # Context: is the job on the alternate screen (a full-screen program)?  Then switch
+    # this terminal to its alternate screen too (the user's screen comes back on detach)
+    # and let the resize nudge repaint it; otherwise replay the last lines for context.
+    try:
+        raw_tail = _log_tail_bytes(registry, sid, getattr(st, "offset", None), None, 256 << 10)
+    except Exception:
+        raw_tail = None
+    alt = AltScreenTracker()
+    if raw_tail:
+        alt.feed(raw_tail)
+    if alt.on:
+        _write_all(stdout_fd, b"\x1b[?1049h\x1b[H\x1b[2J")
+    elif replay_lines > 0 and raw_tail:
+        body = raw_tail[:-1] if raw_tail.endswith(b"\n") else raw_tail
+        k = len(body)
+        for _ in range(replay_lines):
+            k = body.rfind(b"\n", 0, k)
+            if k < 0:
+                break
+        f = TextFilter(keep_sgr=True)
+        text = f.feed(raw_tail[k + 1 :]) + f.finish()
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        _write_all(stdout_fd, text.encode("utf-8", "replace"))
 
     old_attrs = termios.tcgetattr(stdin_fd)
     main_thread = threading.current_thread() is threading.main_thread()
@@ -467,6 +510,7 @@ def attach_terminal(
             pending = _stream_read(st, 0)
             if not pending:
                 break
+            alt.feed(pending)
             _write_all(stdout_fd, pending)
         while True:
             if got_signal:
@@ -498,6 +542,7 @@ def attach_terminal(
                     reason = "ended"
                     break
                 if data:
+                    alt.feed(data)
                     _write_all(stdout_fd, data)
             if stdin_fd in ready:
                 try:
@@ -520,6 +565,12 @@ def attach_terminal(
                         reason = "ended"
                         break
     finally:
+        # modes the job may have left on: colours, hidden cursor, application keys,
+        # bracketed paste, mouse reporting; and the alternate screen if it is still on
+        try:
+            _write_all(stdout_fd, RESET_MODES + (b"\x1b[?1049l" if alt.on else b""))
+        except OSError:
+            pass
         try:
             termios.tcsetattr(stdin_fd, termios.TCSADRAIN, old_attrs)
         except termios.error:
@@ -545,8 +596,7 @@ def attach_terminal(
         msg = f"\r\n[detached from {sid} (signal)]\r\n"
     else:
         msg = f"\r\n[detached from {sid}; it keeps running]\r\n"
-    # reset colours/attributes the job may have left on
-    _write_all(stdout_fd, b"\x1b[0m" + msg.encode())
+    _write_all(stdout_fd, msg.encode())
     if reason == "signal" and got_signal:
         return 128 + got_signal[0]
     return 0

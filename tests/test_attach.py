@@ -202,3 +202,43 @@ def test_filter_for_terminals_keeps_colours_only():
     assert feed_all(TextFilter(keep_sgr=True), [bytes([b]) for b in data]) == expect
     f = TextFilter(keep_sgr=True)
     assert f.feed(b"50%\r") == "50%\r"  # immediate, \r kept for in-place redraw
+
+
+FULLSCREEN = r"""
+import os, signal, sys
+def draw(*_):
+    size = os.get_terminal_size()
+    sys.stdout.write("\x1b[H\x1b[2JSIZE %dx%d" % (size.lines, size.columns))
+    sys.stdout.flush()
+signal.signal(signal.SIGWINCH, draw)
+sys.stdout.write("\x1b[?1049h")
+draw()
+while True:
+    signal.pause()
+"""
+
+
+def test_attach_full_screen_job_repaint_resize_and_alt_screen(hp, home, tmp_path):
+    prog = tmp_path / "full.py"
+    prog.write_text(FULLSCREEN)
+    sid = hp.start("--pty", "--rows", "10", "--cols", "50", "--", f"{PY} {prog}")
+    deadline = time.monotonic() + 10
+    while "SIZE 10x50" not in hp("log", sid).stdout:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    script, before, after = attach_script(sid, tmp_path)
+    term = Term(script, home, rows=24, cols=80)
+    try:
+        term.expect(b"[attached to")
+        term.expect(b"SIZE 24x80")  # the nudge made it repaint at this terminal's size
+        start = term.buf.index(b"[attached to")
+        assert b"\x1b[?1049h" in term.buf[start:]  # we switched to the alternate screen
+        fcntl.ioctl(term.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+        term.expect(b"SIZE 40x100")  # SIGWINCH forwarded
+        term.send(b"\x1d")
+        term.expect(b"END")
+    finally:
+        assert term.close() == 0
+    tail = term.buf[term.buf.rindex(b"SIZE 40x100"):]
+    assert b"\x1b[?1049l" in tail  # the user's screen is back
+    assert before.read_text() == after.read_text()
