@@ -149,7 +149,8 @@ class ProcessRegistry:
                 "watch_patterns": list(watch or []), "rows": rows, "cols": cols,
                 "max_runtime": max_runtime, "created_at": time.time(), "shell": shell,
                 "log_cap": int(_env_float("HERMES_PROCS_LOG_CAP", 64 << 20)),
-                "kill_grace": _env_float("HERMES_PROCS_KILL_GRACE", 3.0)}
+                "kill_grace": _env_float("HERMES_PROCS_KILL_GRACE", 3.0),
+                "watch_interval": _env_float("HERMES_PROCS_WATCH_INTERVAL", 15.0)}
 
     # ---- queries -----------------------------------------------------------------------
     @_safe

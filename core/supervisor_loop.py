@@ -77,6 +77,7 @@ class Supervisor:
         self.watch = [p for p in self.meta.get("watch_patterns") or [] if p]
         self.watch_partial = b""
         self.watch_count = 0
+        self.watch_interval = float(self.meta.get("watch_interval", WATCH_INTERVAL))
         self.watch_last = 0.0
         self.watch_suppressed = 0
         deadline = self.meta.get("max_runtime")
@@ -258,7 +259,7 @@ class Supervisor:
 
     def _watch_hit(self, pattern: str, line: str) -> None:
         now = time.monotonic()
-        if self.watch_count and now - self.watch_last < WATCH_INTERVAL:
+        if self.watch_count and now - self.watch_last < self.watch_interval:
             self.watch_suppressed += 1
             return
         self.watch_count += 1
@@ -299,7 +300,9 @@ class Supervisor:
                 raw = fh.read()
         except OSError:
             return ""
-        return "\n".join(_plain(line) for line in raw.split(b"\n"))[-chars:]
+        import text
+
+        return text.last_chars(raw, chars)
 
     def _event(self, kind: str, **fields) -> None:
         event = {"type": kind, "session_id": self.session_id, "t": time.time(), **fields}
@@ -603,18 +606,8 @@ def _record_exit(record: dict) -> dict:
     return record
 
 
-_ANSI = None
-
-
 def _plain(raw: bytes) -> str:
-    """A line of raw output as plain text (escape sequences removed, last \\r segment kept)."""
-    global _ANSI
-    if _ANSI is None:
-        import re
+    """A line of raw output as plain text (core/text.py, loaded only when first needed)."""
+    import text
 
-        _ANSI = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
-                           r"|\x1b\[[0-?]*[ -/]*[@-~]|\x1b[ -/]*[0-~]|[\x00-\x08\x0b-\x1f\x7f]")
-    text = raw.decode(errors="replace").rstrip("\r")
-    if "\r" in text:
-        text = text.rsplit("\r", 1)[1]
-    return _ANSI.sub("", text)
+    return text.to_text(raw).rstrip("\n")

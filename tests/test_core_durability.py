@@ -114,3 +114,23 @@ def test_drain_events_all_types(registry):
     kinds = [e["type"] for e in registry.drain_events("everything", all_types=True)]
     assert kinds == ["started", "exited"]
     assert registry.drain_events("bad/name")["status"] == "error"
+
+
+def test_watch_limits_suppressed_count_and_stop(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_WATCH_INTERVAL", "0.1")
+    script = "for i in $(seq 1 12); do printf '\\033[31mFAIL %s\\033[0m\\n' $i; echo FAIL again; sleep 0.15; done"
+    job = registry.spawn(script, watch_patterns=["FAIL"])
+    registry.wait(job["session_id"], timeout=20)
+    events = registry.drain_events("limits")
+    matches = [e for e in events if not e.get("notice")]
+    notices = [e for e in events if e.get("notice")]
+    assert len(matches) == 8 and len(notices) == 1 and "stopped" in notices[0]["notice"]
+    assert matches[0]["output"] == "FAIL 1"
+    assert any(e.get("suppressed") for e in matches[1:])
+
+
+def test_no_watch_events_after_exit(registry):
+    job = registry.spawn("(sleep 0.5; echo LATE-ERROR) & echo start", watch_patterns=["LATE-ERROR"])
+    registry.wait(job["session_id"], timeout=10)
+    wait_until(lambda: "LATE-ERROR" in registry.read_log(job["session_id"])["output"])
+    assert registry.drain_events("after-exit") == []
