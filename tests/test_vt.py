@@ -182,3 +182,24 @@ def test_resize():
     assert (e.rows, e.cols) == (10, 40)
     assert e.render_line(9).cell_length == 40
     assert e.line_text(0) == "hello"
+
+
+def test_skip_ahead_full_screen_redraws_cut_before_an_escape():
+    frames = []
+    for f in range(400):
+        frames.append(b"\x1b[H")
+        for r in range(24):
+            frames.append(b"\x1b[%d;1H\x1b[3%dmframe %d row %d cpu %d%%\x1b[0m\x1b[K"
+                          % (r + 1, r % 8, f, r, (f * r) % 100))
+    data = b"\x1b[?1049h" + b"".join(frames)
+    ref = VTEngine(24, 80)
+    for i in range(0, len(data), 16 * 1024):
+        ref.feed(data[i:i + 16 * 1024])
+    fast = VTEngine(24, 80)
+    fast.feed(data)
+    assert fast.bytes_skipped > 0
+    assert fast.modes.alt_screen
+    assert fast.screen_text() == ref.screen_text()
+    assert fast.line_text(23) == "frame 399 row 23 cpu 77%"
+    cut, tail = safe_tail(data, 24, 80)
+    assert tail.startswith(b"\x1b")

@@ -204,6 +204,8 @@ class TerminalPane(Widget, can_focus=True):
         self._last_cursor: tuple[int, int] = (0, 0)
         self._thread: threading.Thread | None = None
         self.frames = 0  # repaints done (for tests / stats)
+        self._strips: dict[int, Strip] = {}  # rendered rows, dropped when a row changes
+        self._strip_key: tuple = ()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -378,6 +380,8 @@ class TerminalPane(Widget, can_focus=True):
         self._last_paint = time.monotonic()
         if not dirty:
             return
+        for y in dirty:
+            self._strips.pop(y, None)
         self.frames += 1
         width = self.size.width
         if len(dirty) > self.engine.rows // 2:
@@ -388,9 +392,19 @@ class TerminalPane(Widget, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        if y < self.engine.rows:
-            return self.engine.render_line(y, width, show_cursor=self.has_focus and self.ended is None)
-        return Strip([Segment(" " * width)], width)
+        show_cursor = self.has_focus and self.ended is None
+        key = (width, self.engine.rows, self.engine.cols, show_cursor)
+        if key != self._strip_key:
+            self._strips.clear()
+            self._strip_key = key
+        strip = self._strips.get(y)
+        if strip is None:
+            if y < self.engine.rows:
+                strip = self.engine.render_line(y, width, show_cursor=show_cursor)
+            else:
+                strip = Strip([Segment(" " * width)], width)
+            self._strips[y] = strip
+        return strip
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return self.engine.cols

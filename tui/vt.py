@@ -35,9 +35,12 @@ ENGINE_NAME = "bittty"
 
 # A chunk larger than this many screenfuls is cut to its tail before parsing.
 SKIP_SCREENFULS = 8
-# Never look further back than this for the tail (a screen of very long lines).
-MAX_TAIL_BYTES = 512 * 1024
+# How far back to look for the tail: this many screenfuls of cells, within the bounds below.
+# Cursor-addressed output (a full-screen program redrawing) has few newlines: then the cut
+# is the first ESC or newline after the window start, so a window costs at most ~15 ms.
+TAIL_SCREENFULS = 8
 MIN_SKIP_BYTES = 64 * 1024
+MAX_TAIL_BYTES = 512 * 1024
 
 # DEC private modes the pane cares about; replayed when a chunk is skipped.
 _PRIVATE_MODE_RE = re.compile(rb"\x1b\[\?([0-9;]+)([hl])")
@@ -62,10 +65,12 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
     last screen. The cut is just after a newline, with at least ``rows`` newlines after it
     (so line-oriented output renders exactly as if fed whole), and never more than
     ``MAX_TAIL_BYTES`` back. ``cut == 0`` means feed everything."""
-    limit = max(MIN_SKIP_BYTES, rows * max(cols, 1) * SKIP_SCREENFULS)
+    cells = rows * max(cols, 1)
+    limit = max(MIN_SKIP_BYTES, cells * SKIP_SCREENFULS)
     if len(data) <= limit:
         return 0, data
-    floor = max(0, len(data) - MAX_TAIL_BYTES)
+    window = min(MAX_TAIL_BYTES, max(MIN_SKIP_BYTES, cells * TAIL_SCREENFULS))
+    floor = max(0, len(data) - window)
     pos = len(data)
     found = 0
     while found <= rows:
@@ -75,9 +80,12 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
         found += 1
         pos = nl
     if found <= rows:
-        # Not enough lines in the window: cut at the window floor, after a newline if any.
+        # Not enough lines in the window: cut at the window floor, just after the first
+        # newline or just before the first ESC (never inside a control sequence).
         nl = data.find(b"\n", floor)
-        cut = nl + 1 if nl >= 0 else floor
+        esc = data.find(b"\x1b", floor)
+        cands = [c for c in (nl + 1 if nl >= 0 else -1, esc) if c >= 0]
+        cut = min(cands) if cands else floor
     else:
         cut = pos + 1
     # Never cut inside a UTF-8 sequence (only possible when no newline was found).
