@@ -207,3 +207,25 @@ def test_prune_keeps_running_and_newest(registry):
     assert result["pruned"] == 2
     left = {r["session_id"] for r in registry.list()}
     assert left == {running["session_id"], done[-1]["session_id"]}
+
+
+def test_terminal_queries_answered_while_nobody_attached(registry):
+    code = "import os,tty; tty.setraw(0); os.write(1, b'\\x1b[6n'); print(repr(os.read(0, 32)))"
+    job = registry.spawn(f'python3 -c "{code}"', pty=True)
+    done = registry.wait(job["session_id"], timeout=10)
+    assert done["exit_code"] == 0 and "1;1R" in registry.read_log(job["session_id"])["output"]
+
+
+def test_stream_continues_the_log_without_gap_or_repeat(registry):
+    from hermes_procs.core import logstore
+
+    job = registry.spawn("for i in $(seq 1 3000); do echo line-$i; done; sleep 0.2")
+    time.sleep(0.05)
+    with registry.stream(job["session_id"]) as stream:
+        start = stream.offset
+        before = logstore.read_bytes(registry.job_dir(job["session_id"]), 0, start)
+        live = b""
+        while (chunk := stream.read(5)) not in (b"", None):
+            live += chunk
+    full = (registry.job_dir(job["session_id"]) / "output.log").read_bytes()
+    assert before + live == full and full.endswith(b"line-3000\n")
