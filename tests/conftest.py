@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -55,4 +54,4 @@ def alive():
 def _no_stray_env(monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_MAX_WAIT", raising=False)
     monkeypatch.delenv("HERMES_PROCS_LOG_CAP", raising=False)
-    os.environ.pop("HERMES_PROCS_REDACT", None)
+    monkeypatch.delenv("HERMES_PROCS_REDACT", raising=False)
