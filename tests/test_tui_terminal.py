@@ -260,3 +260,23 @@ async def test_attach_to_exited_job_shows_its_output(registry):
         text = pane.screen_text()
         assert "last words" in text
         assert "code 5" in text
+
+
+async def test_pane_answers_terminal_queries_while_attached(registry, tmp_path):
+    cmd = script(tmp_path, "query.py", r"""
+        import os, sys, tty
+        tty.setraw(0)
+        sys.stdout.write("go\r\n"); sys.stdout.flush()
+        os.read(0, 1)
+        sys.stdout.write("\x1b[3;5H\x1b[6n"); sys.stdout.flush()
+        reply = os.read(0, 32)
+        sys.stdout.write("\x1b[5;1Hreply " + repr(reply)); sys.stdout.flush()
+        os.read(0, 1)
+    """)
+    sid = spawn(registry, cmd)
+    app = PaneApp(registry, sid)
+    async with app.run_test(size=(60, 10)) as pilot:
+        pane = app.query_one(TerminalPane)
+        await until(lambda: "go" in pane.screen_text() and pane._attached)
+        await pilot.press("x")
+        await until(lambda: "reply b'\\x1b[3;5R'" in pane.screen_text())

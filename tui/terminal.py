@@ -175,7 +175,7 @@ class TerminalPane(Widget, can_focus=True):
         session_id: str,
         *,
         source: str = "human",
-        answer_queries: bool = False,
+        answer_queries: bool = True,
         nudge: bool = True,
         name: str | None = None,
         id: str | None = None,
@@ -185,8 +185,9 @@ class TerminalPane(Widget, can_focus=True):
         self.registry = registry
         self.session_id = session_id
         self.source = source
-        # The supervisor answers terminal queries (DA, cursor position) itself; set this to
-        # let the pane's engine answer instead.
+        # While a client with input is attached the supervisor stops answering terminal
+        # queries (DA, cursor position...): the pane's engine answers them, for live output
+        # only (never for the replayed log tail).
         self.answer_queries = answer_queries
         self.nudge = nudge
         self.engine = VTEngine(24, 80)
@@ -483,6 +484,8 @@ class TerminalPane(Widget, can_focus=True):
         data = translate_key(event.key, event.character, self.engine.modes)
         if data is None:
             return
+        if data == b"\r" and getattr(self._stream, "pty", True) is False:
+            data = b"\n"  # a pipe job reads lines
         event.stop()
         event.prevent_default()
         self._send(data)
