@@ -82,6 +82,7 @@ class ProcessRegistry:
         self.home = ensure_private_dir(resolve_home(home))
         self.jobs_dir = ensure_private_dir(self.home / "jobs")
         self._last_prune = 0.0
+        self._supervisors: list[subprocess.Popen] = []
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -110,7 +111,7 @@ class ProcessRegistry:
                                    env=child_env(env, pty), start_new_session=True, close_fds=True)
         line = sup.stdout.readline()
         sup.stdout.close()
-        threading.Thread(target=sup.wait, daemon=True).start()
+        self._reap_supervisors(sup)
         self._auto_prune()
         report = _parse_report(line)
         if "error" in report:
@@ -118,6 +119,11 @@ class ProcessRegistry:
             return {"status": "error", "error": f"Cannot start {command!r}: {report['error']}"}
         return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
                 "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
+
+    def _reap_supervisors(self, new: subprocess.Popen) -> None:
+        """Collect supervisors started here that have finished (they are our children)."""
+        self._supervisors = [p for p in self._supervisors if p.poll() is None]
+        self._supervisors.append(new)
 
     def _spawn_meta(self, command, cwd, env, pty, name, task_id, session_key, notify, watch, rows, cols,
                     max_runtime) -> dict:
