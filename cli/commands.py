@@ -268,6 +268,8 @@ def _root(
 
 
 def _dashboard(home: Optional[str], demo: bool) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
     try:
         from hermes_procs.tui.app import run as tui_run
     except ImportError as exc:
@@ -313,10 +315,10 @@ def demo_cmd(
         else:
             _dashboard(home, demo=True)
             return
-    from hermes_procs.demo_jobs import start_demo_jobs
+    from hermes_procs.tui.demo import start_demo  # stdlib only; no Textual
 
     reg = _registry(home)
-    for r in start_demo_jobs(reg):
+    for r in start_demo(reg):
         if r.get("status") in ERROR_STATUSES:
             _err(r.get("error", "a sample job failed to start"))
     _print_table(reg.list(), show_all=True)
@@ -428,6 +430,63 @@ def ls_cmd(
 
 
 FINISHED_SHOWN = 20
+_COLORS = {"green": "\x1b[32m", "red": "\x1b[31m", "yellow": "\x1b[33m", "": ""}
+
+
+def _render_table(jobs: list, tty: bool) -> str:
+    """Aligned columns (docker-ps style).  Every column but COMMAND keeps its full width;
+    COMMAND is cut with an ellipsis to the terminal width (no cut when not a terminal).
+    Colours and a bold header only on a terminal.  (Plain string formatting rather than
+    rich: `ls` is the command scripts call in loops, and this keeps it fast.)"""
+    rows = []
+    for j in jobs:
+        style = {"running": "green", "exited": ""}.get(j.get("status"), "yellow")
+        if j.get("status") == "exited" and (
+            j.get("completion_reason") not in (None, "exited") or j.get("exit_code") not in (0, None)
+        ):
+            style = "red"
+        cmd = str(j.get("command") or j.get("error") or "")
+        if j.get("pty"):
+            cmd = "[pty] " + cmd
+        if j.get("name"):
+            cmd = f"{j['name']}: {cmd}"
+        rows.append(
+            (
+                [
+                    str(j.get("session_id", "?")),
+                    _fmt_status(j),
+                    str(j.get("pid") if j.get("pid") is not None else "-"),
+                    _fmt_started(j.get("started_at")),
+                    _fmt_duration(j.get("uptime_seconds")),
+                    " ".join(cmd.split()),
+                ],
+                style,
+            )
+        )
+    heads = ["ID", "STATUS", "PID", "STARTED", "DURATION", "COMMAND"]
+    right = {2, 4}
+    widths = [max([len(heads[i])] + [len(r[0][i]) for r in rows]) for i in range(5)]
+    gap = "  "
+    room = None
+    if tty:
+        import shutil
+
+        room = max(12, shutil.get_terminal_size((100, 24)).columns - sum(widths) - len(gap) * 5)
+
+    def line(cells: list[str], style: str = "", head: bool = False) -> str:
+        parts = []
+        for i in range(5):
+            cell = cells[i].rjust(widths[i]) if i in right else cells[i].ljust(widths[i])
+            if i == 1 and style and tty:
+                cell = f"{_COLORS[style]}{cell}\x1b[0m"
+            parts.append(cell)
+        cmd = cells[5]
+        if room is not None and len(cmd) > room:
+            cmd = cmd[: room - 1] + "\u2026"
+        text = gap.join(parts + [cmd]).rstrip()
+        return f"\x1b[1m{text}\x1b[0m" if head and tty else text
+
+    return "\n".join([line(heads, head=True)] + [line(cells, style) for cells, style in rows])
 
 
 def _print_table(jobs: list, show_all: bool) -> None:
@@ -447,51 +506,7 @@ def _print_table(jobs: list, show_all: bool) -> None:
     if not jobs:
         _out("No processes." if not hidden else "")
     else:
-        from rich.console import Console
-        from rich.table import Table
-        from rich import box
-
-        tty = sys.stdout.isatty()
-        width = None
-        if not tty:
-            try:
-                width = max(int(os.environ.get("COLUMNS", "0")), 160)
-            except ValueError:
-                width = 160
-        console = Console(width=width, highlight=False, soft_wrap=False, no_color=not tty or None)
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="bold")
-        table.add_column("ID", no_wrap=True)
-        table.add_column("STATUS", no_wrap=True)
-        table.add_column("PID", justify="right", no_wrap=True)
-        table.add_column("STARTED", no_wrap=True)
-        table.add_column("DURATION", justify="right", no_wrap=True)
-        table.add_column("COMMAND", no_wrap=True, overflow="ellipsis", ratio=1)
-        styles = {"running": "green", "exited": None}
-        for j in jobs:
-            status = _fmt_status(j)
-            style = styles.get(j.get("status"))
-            if j.get("status") == "exited" and (
-                j.get("completion_reason") not in (None, "exited") or j.get("exit_code") not in (0, None)
-            ):
-                style = "red"
-            if j.get("status") not in ("running", "exited"):
-                style = "yellow"
-            cmd = str(j.get("command") or "")
-            if j.get("pty"):
-                cmd = "[pty] " + cmd
-            if j.get("name"):
-                cmd = f"{j['name']}: {cmd}"
-            from rich.text import Text
-
-            table.add_row(
-                str(j.get("session_id", "?")),
-                Text(status, style=style or ""),
-                str(j.get("pid") if j.get("pid") is not None else "-"),
-                _fmt_started(j.get("started_at")),
-                _fmt_duration(j.get("uptime_seconds")),
-                Text(cmd.replace("\n", " ")),
-            )
-        console.print(table)
+        _out(_render_table(jobs, sys.stdout.isatty()))
     if hidden:
         _out(f"({hidden} older finished job{'s' if hidden != 1 else ''} hidden; --all shows them)")
 
