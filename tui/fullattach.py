@@ -177,14 +177,17 @@ def full_attach(app, registry, session_id: str) -> int | None:
     the attach failed (the app shows a notification). Terminal panes showing the same job
     get their size back (with a repaint nudge) afterwards.
     """
-    attach = _cli_attach() or proxy_terminal
+    cli_attach = _cli_attach()
     result: int | None = None
     error = ""
     try:
         with app.suspend():
-            os.write(1, f"Attached to {session_id}. Detach with {DETACH_CHORD_NAME}.\r\n".encode())
             try:
-                result = attach(registry, session_id)
+                if cli_attach is not None:
+                    result = cli_attach(registry, session_id, source="human")
+                else:
+                    os.write(1, f"[attached to {session_id} - detach with {DETACH_CHORD_NAME}]\r\n".encode())
+                    result = proxy_terminal(registry, session_id)
             except Exception as exc:  # AttachError, AttachFailed, SupervisorGone...
                 error = str(exc) or type(exc).__name__
     except Exception as exc:  # SuspendNotSupported (e.g. headless or web)

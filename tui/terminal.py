@@ -358,7 +358,7 @@ class TerminalPane(Widget, can_focus=True):
         self._repaint()
         self.post_message(self.Ended(self, st))
 
-    def _flush(self) -> None:
+    def _flush(self, answer: bool = True) -> None:
         self._flush_timer = None
         with self._lock:
             data = bytes(self._pending)
@@ -367,7 +367,7 @@ class TerminalPane(Widget, can_focus=True):
         if data:
             self.engine.feed(data)
             replies = self.engine.take_replies()
-            if replies and self.answer_queries:
+            if replies and self.answer_queries and answer:
                 self._send(replies)
         self._repaint()
 
@@ -423,8 +423,10 @@ class TerminalPane(Widget, can_focus=True):
             self._sync_size(nudge=False)
 
     def resync(self) -> None:
-        """Give the job the pane's size again and nudge it to repaint (after something else,
-        e.g. a full-screen attach, resized it)."""
+        """Catch up after something else had the job (a full-screen attach): take the output
+        that arrived meanwhile without answering its queries (that terminal did), give the
+        job the pane's size again and nudge it to repaint."""
+        self._flush(answer=False)
         self._job_size = None
         if self._attached and self._stream is not None:
             self._sync_size(nudge=True, force=True)
