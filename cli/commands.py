@@ -694,7 +694,8 @@ def _stdin_result(result: Any, as_json: bool, what: str) -> None:
     if as_json:
         _print_json(result)
     elif result.get("bytes_written") is not None:
-        _out(f"{what} {result['bytes_written']} bytes")
+        n = result["bytes_written"]
+        _out(f"{what} {n} byte{'' if n == 1 else 's'}")
 
 
 EscOpt = Annotated[
@@ -831,18 +832,25 @@ def events_cmd(
         from hermes_procs.core.events_stream import iter_events
     except ImportError:
         iter_events = None
-    if iter_events is None:
-        if follow:
-            raise CliError("events --follow is not available in this build")
-        items = reg.drain_events(consumer=consumer)
-        if isinstance(items, dict):
-            _check(items, True)
-            items = []
+    if iter_events is None:  # fallback: poll drain_events
+        import time
+
         wanted = set(types or ())
-        for ev in items:
-            if not wanted or ev.get("type") in wanted:
-                _print_json(ev)
-        return
+        try:
+            from hermes_procs.core.redact import redact_obj
+        except ImportError:  # pragma: no cover
+            redact_obj = None  # noqa: N806
+        while True:
+            items = reg.drain_events(consumer=consumer)
+            if isinstance(items, dict):
+                _check(items, False)
+                items = []
+            for ev in items:
+                if not wanted or ev.get("type") in wanted:
+                    _print_json(redact_obj(ev) if redact_obj else ev)
+            if not follow:
+                return
+            time.sleep(0.25)
     for ev in iter_events(reg, consumer, follow, types=list(types) if types else None):
         if isinstance(ev, dict) and ev.get("status") in ERROR_STATUSES and "type" not in ev:
             _check(ev, False)
