@@ -80,7 +80,7 @@ def test_proxy_returns_job_exit_code(registry, home):
     sid = registry.spawn("read x; exit 4", pty=True)["session_id"]
     proc, master = run_proxy(home, sid)
     try:
-        time.sleep(0.3)
+        read_until(master, b"\x1b[2J")  # the proxy is up and the terminal raw
         os.write(master, b"\r")
         read_until(master, b"code 4")
         assert proc.wait(timeout=5) == 4
