@@ -87,50 +87,63 @@ def _hint(value: str) -> str:
 # word of the text. AUTH is not matched inside AUTHOR; TOKENS (max_tokens=100) is not a secret.
 # ---------------------------------------------------------------------------------------------
 _KEYWORDS = (
-    r"API[_-]?KEY|APIKEY|ACCESS[_-]?KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|PRIVATE[_-]?KEY"
-    r"|CREDENTIALS?|TOKEN(?!S\b)|AUTHORIZATION|AUTH(?!OR)|COOKIE|SIGNING[_-]?KEY|ENCRYPTION[_-]?KEY"
-    r"|MASTER[_-]?KEY|SESSION[_-]?KEY|CLIENT[_-]?KEY|DSN|PGPASS"
+    r"api[_-]?key|apikey|access[_-]?key|secret|password|passwd|passphrase|private[_-]?key"
+    r"|credentials?|token(?!s\b)|authorization|auth(?!or)|cookie|signing[_-]?key"
+    r"|encryption[_-]?key|master[_-]?key|session[_-]?key|client[_-]?key|dsn|pgpass"
 )
+# Run on a lower-cased copy of the text (much faster than re.IGNORECASE); the spans are then
+# applied to the original. The name tail is bounded (40) so a long run of "tokentoken..." stays linear.
 _ASSIGN_RE = re.compile(
-    r"(?P<head>(?:" + _KEYWORDS + r")[A-Za-z0-9_.-]*[\"']?[ \t]*[:=][ \t]*"
-    r"(?:(?:bearer|basic|token)[ \t]+)?)"
-    r"(?P<q>[\"']?)"
-    r"(?P<val>(?(q)[^\"'\r\n]+|[^\s\"',;&|<>(){}\[\]]+))",
-    re.IGNORECASE,
+    r"(?:" + _KEYWORDS + r")[a-z0-9_.-]{0,40}+[\"']?[ \t]*[:=][ \t]*"
+    r"(?:(?:bearer|basic|token)[ \t]+)?"
+    r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))"
 )
-
-
-def _assign_sub(m: re.Match) -> str:
-    val = m.group("val")
-    return m.group("head") + m.group("q") + _hint(val)
-
+# Substrings (of the lower-cased text) without which _ASSIGN_RE cannot match.
+_ASSIGN_TRIGGERS = (
+    "key", "secret", "passw", "passphrase", "credential", "token", "auth", "cookie", "dsn",
+    "pgpass",
+)
 
 # ---------------------------------------------------------------------------------------------
 # 2. Token shapes, anywhere in the text (one combined pattern, one pass).
 # ---------------------------------------------------------------------------------------------
-_B = r"(?<![A-Za-z0-9_-])"  # token must not be glued to a preceding word
-_TOKEN_RE = re.compile(
-    "|".join(
-        (
-            _B + r"sk-ant-[A-Za-z0-9_-]{16,}",
-            _B + r"sk-(?:proj-)?[A-Za-z0-9_-]{20,}",
-            _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-            _B + r"gh[pousr]_[A-Za-z0-9]{20,}",
-            _B + r"github_pat_[A-Za-z0-9_]{20,}",
-            _B + r"xox[baprs]-[A-Za-z0-9-]{10,}",
-            r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",
-            _B + r"glpat-[A-Za-z0-9_-]{20,}",
-            _B + r"hf_[A-Za-z0-9]{30,}",
-            _B + r"npm_[A-Za-z0-9]{36,}",
-            _B + r"AIza[0-9A-Za-z_-]{35}",
-            _B + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
-        )
-    )
+# Each pattern starts with its literal prefix (so the regex engine can skip ahead with a fast
+# substring search) and checks with a fixed-width lookbehind that the prefix is not glued to a
+# preceding word. A pattern only runs when its prefix occurs in the text at all.
+def _tok(prefix: str, rest: str, before: str = "A-Za-z0-9_-") -> tuple[str, re.Pattern]:
+    lit = re.escape(prefix)
+    return prefix, re.compile(lit + r"(?<![" + before + r"]" + lit + r")" + rest)
+
+
+_TOKEN_PATTERNS = (
+    _tok("sk-ant-", r"[A-Za-z0-9_-]{16,}"),
+    _tok("sk-", r"(?:proj-)?[A-Za-z0-9_-]{20,}"),
+    _tok("sk_live_", r"[A-Za-z0-9]{16,}"),
+    _tok("sk_test_", r"[A-Za-z0-9]{16,}"),
+    _tok("rk_live_", r"[A-Za-z0-9]{16,}"),
+    _tok("rk_test_", r"[A-Za-z0-9]{16,}"),
+    _tok("ghp_", r"[A-Za-z0-9]{20,}"),
+    _tok("gho_", r"[A-Za-z0-9]{20,}"),
+    _tok("ghu_", r"[A-Za-z0-9]{20,}"),
+    _tok("ghs_", r"[A-Za-z0-9]{20,}"),
+    _tok("ghr_", r"[A-Za-z0-9]{20,}"),
+    _tok("github_pat_", r"[A-Za-z0-9_]{20,}"),
+    _tok("xox", r"[baprs]-[A-Za-z0-9-]{10,}"),
+    _tok("AKIA", r"[A-Z0-9]{16}(?![A-Za-z0-9])", "A-Za-z0-9"),
+    _tok("ASIA", r"[A-Z0-9]{16}(?![A-Za-z0-9])", "A-Za-z0-9"),
+    _tok("glpat-", r"[A-Za-z0-9_-]{20,}"),
+    _tok("hf_", r"[A-Za-z0-9]{30,}"),
+    _tok("npm_", r"[A-Za-z0-9]{36,}"),
+    _tok("AIza", r"[0-9A-Za-z_-]{35}"),
+    _tok("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
 )
 
-_BEARER_RE = re.compile(
-    r"(?<![A-Za-z0-9_])(?P<head>bearer[ \t]+)(?P<val>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE
-)
+
+def _token_sub(m: re.Match) -> str:
+    return _hint(m.group(0))
+
+
+_BEARER_RE = re.compile(r"(?<![A-Za-z0-9_])(?P<head>[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
 
 # scheme://user:password@host  ->  scheme://user:***@host
 _URL_CRED_RE = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)(?P<val>[^\s@/]+)(?=@)")
@@ -143,11 +156,15 @@ _PEM_RE = re.compile(
 )
 _PEM_TAIL_RE = re.compile(r"(?:[A-Za-z0-9+/=]{8,}\r?\n)+(?P<end>-----END [A-Z0-9 ]*?PRIVATE KEY-----)")
 
-# Cheap pre-filter: if none of these substrings occurs, nothing can match.
-_ANY_RE = re.compile(
-    r"(?i:" + _KEYWORDS + r"|bearer|://|PRIVATE KEY)"
-    r"|sk-|sk_|rk_|gh[pousr]_|github_pat_|xox|AKIA|ASIA|glpat-|hf_|npm_|AIza|eyJ"
-)
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _lower(text: str) -> str:
+    """A lower-cased copy with the same length (str.lower can grow a few non-ASCII chars)."""
+    low = text.lower()
+    if len(low) != len(text):
+        low = text.translate(_ASCII_LOWER)
+    return low
 
 
 def _pem_sub(m: re.Match) -> str:
@@ -159,18 +176,36 @@ def _pem_tail_sub(m: re.Match) -> str:
     return f"{MASK}\n{m.group('end')}"
 
 
-def _redact_text(text: str) -> str:
-    if not _ANY_RE.search(text):
+def _mask_assignments(text: str) -> str:
+    low = _lower(text)
+    if not any(t in low for t in _ASSIGN_TRIGGERS):
         return text
+    out = []
+    pos = 0
+    for m in _ASSIGN_RE.finditer(low):
+        group = "qval" if m.group("q") else "val"
+        start, end = m.span(group)
+        out.append(text[pos:start])
+        out.append(_hint(text[start:end]))
+        pos = end
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _redact_text(text: str) -> str:
     if "PRIVATE KEY-----" in text:
         text = _PEM_RE.sub(_pem_sub, text)
         text = _PEM_TAIL_RE.sub(_pem_tail_sub, text)
-    text = _TOKEN_RE.sub(lambda m: _hint(m.group(0)), text)
-    text = _BEARER_RE.sub(lambda m: m.group("head") + _hint(m.group("val")), text)
+    for prefix, pattern in _TOKEN_PATTERNS:
+        if prefix in text:
+            text = pattern.sub(_token_sub, text)
+    if "earer" in text or "EARER" in text:
+        text = _BEARER_RE.sub(lambda m: m.group("head") + _hint(m.group("val")), text)
     if "://" in text:
         text = _URL_CRED_RE.sub(lambda m: m.group("head") + MASK, text)
-    text = _ASSIGN_RE.sub(_assign_sub, text)
-    return text
+    return _mask_assignments(text)
 
 
 def redact(text: str) -> str:
