@@ -229,6 +229,11 @@ def _log_tail_bytes(registry, sid: str, end: Optional[int], max_lines: Optional[
 
 
 def _exit_summary(registry, sid: str, wait_s: float = 2.0) -> str:
+    return _exit_info(registry, sid, wait_s)[0]
+
+
+def _exit_info(registry, sid: str, wait_s: float = 2.0) -> tuple[str, Optional[int]]:
+    """("proc_x exited with code N", N) once the exit is recorded (waits up to wait_s)."""
     try:
         res = registry.wait(sid, timeout=wait_s)
     except Exception:
@@ -239,11 +244,11 @@ def _exit_summary(registry, sid: str, wait_s: float = 2.0) -> str:
         except Exception:
             res = None
     if not isinstance(res, dict) or res.get("status") != "exited":
-        return f"{sid} output stream ended"
+        return f"{sid} output stream ended", None
     reason = res.get("completion_reason") or "exited"
     code = res.get("exit_code")
     word = "exited" if reason == "exited" else reason
-    return f"{sid} {word}" + (f" with code {code}" if code is not None else "")
+    return f"{sid} {word}" + (f" with code {code}" if code is not None else ""), code
 
 
 # --------------------------------------------------------------------------- log --follow
@@ -395,6 +400,7 @@ def attach_terminal(
     stdout_fd: Optional[int] = None,
     replay_lines: int = 20,
     source: str = "cli",
+    banner: bool = True,
 ) -> int:
     """Connect the real terminal (raw) to a PTY job until detach or the job ends.
 
@@ -411,7 +417,11 @@ def attach_terminal(
     - Detach on `detach_key` (Ctrl-]) or EOF on stdin; ends when the job's stream ends and
       prints how the job exited.
 
-    Returns 0 (detached or the job ended), or 128+N after signal N (SIGTERM/SIGHUP).
+    - `banner=False` skips the "[attached to ...]" line (for callers that print their own).
+
+    Returns 0 after a detach; the job's exit status when it ended while attached (128+N
+    when it was ended by signal N; 0 if unknown); 128+N when attach itself got signal N
+    (SIGTERM/SIGHUP).
     """
     import termios
     import tty
@@ -441,8 +451,8 @@ def attach_terminal(
         pass
 
     key_name = DETACH_KEY_NAME if detach_key == DETACH_KEY else repr(detach_key)
-    banner = f"[attached to {sid} — detach with {key_name}]\r\n"
-    _write_all(stdout_fd, banner.encode())
+    if banner:
+        _write_all(stdout_fd, f"[attached to {sid} — detach with {key_name}]\r\n".encode())
 
     # Context: is the job on the alternate screen (a full-screen program)?  Then switch
     # this terminal to its alternate screen too (the user's screen comes back on detach)
@@ -590,8 +600,10 @@ def attach_terminal(
         except Exception:
             pass
 
+    job_code: Optional[int] = None
     if reason == "ended":
-        msg = f"\r\n[{_exit_summary(registry, sid)}]\r\n"
+        summary, job_code = _exit_info(registry, sid)
+        msg = f"\r\n[{summary}]\r\n"
     elif reason == "signal":
         msg = f"\r\n[detached from {sid} (signal)]\r\n"
     else:
@@ -599,4 +611,6 @@ def attach_terminal(
     _write_all(stdout_fd, msg.encode())
     if reason == "signal" and got_signal:
         return 128 + got_signal[0]
+    if isinstance(job_code, int) and not isinstance(job_code, bool):
+        return 128 - job_code if job_code < 0 else job_code & 0xFF
     return 0

@@ -145,7 +145,7 @@ def test_attach_sees_the_job_exit_and_reports_it(hp, home, tmp_path):
         term.expect(b"os.terminal_size(columns=80, lines=24)")
         term.send(b"raise SystemExit(4)\r")
         term.expect(f"[{sid} exited with code 4]".encode())
-        term.expect(b"ATTACH_RC=0")
+        term.expect(b"ATTACH_RC=4")  # attach exits with the job's status
         term.expect(b"END")
     finally:
         assert term.close() == 0
@@ -242,3 +242,31 @@ def test_attach_full_screen_job_repaint_resize_and_alt_screen(hp, home, tmp_path
     tail = term.buf[term.buf.rindex(b"SIZE 40x100"):]
     assert b"\x1b[?1049l" in tail  # the user's screen is back
     assert before.read_text() == after.read_text()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def test_attach_restores_the_terminal_on_sigterm(hp, home, tmp_path):
+    import signal
+
+    sid = hp.start("--pty", "--", "cat")
+    script, before, after = attach_script(sid, tmp_path)
+    term = Term(script, home)
+    try:
+        term.expect(b"[attached to")
+        time.sleep(0.3)
+        kids = _children(term.pid)
+        assert len(kids) == 1
+        os.kill(kids[0], signal.SIGTERM)
+        term.expect(b"ATTACH_RC=143")
+        term.expect(b"END")
+    finally:
+        assert term.close() == 0
+    assert before.read_text() == after.read_text()
+    assert json.loads(hp("poll", sid, "--json").stdout)["status"] == "running"
