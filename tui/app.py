@@ -84,10 +84,10 @@ class HermesApp(App):
         Binding("n", "new_job", "New"),
         Binding("k", "kill", "Kill"),
         Binding("s", "signal", "Signal"),
-        Binding("t", "terminal", "Terminal"),
-        Binding("i", "focus_input", "Input"),
+        Binding("t", "terminal", "Term"),
+        Binding("i", "focus_input", "Input", show=False),
         Binding("slash", "search_jobs", "Search", key_display="/"),
-        Binding("f", "toggle_finished", "Running/All"),
+        Binding("f", "toggle_finished", "Filter"),
         Binding("o", "cycle_sort", "Sort"),
         Binding("c", "copy_command", "Copy cmd", show=False),
         Binding("C", "copy_id", "Copy id", show=False),
@@ -133,7 +133,7 @@ class HermesApp(App):
             yield LogPane(id="log")
             yield Input(placeholder="find in log · Enter / ↓ next · ↑ previous · Esc closes", id="log-find", compact=True)
             yield InputBar(id="input")
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     @property
     def table(self) -> JobsTable:
@@ -204,22 +204,19 @@ class HermesApp(App):
         rows = list(self.table.rows_by_id.values())
         running = sum(1 for r in rows if r.running)
         waiting = sum(1 for r in rows if r.waiting)
-        text = Text.assemble(
-            ("hermes-procs", "bold"),
-            ("  ", ""),
-            (f"{running} running", "bold green"),
-            (f" / {len(rows)} jobs", ""),
-        )
+        text = Text.assemble(("hermes-procs", "bold"), "  ", (f"{running}", "bold green"),
+                             (f"/{len(rows)} running", ""), no_wrap=True, overflow="ellipsis")
         if waiting:
-            text.append(f"  {waiting} waiting for input", style="bold black on yellow")
-        text.append("   showing ", style="dim")
+            text.append("  ")
+            text.append(f" {waiting} waiting for input ", style="bold black on yellow")
+        text.append("  show:", style="dim")
         text.append("all" if self.table.show_finished else "running", style="bold")
-        text.append("  sort ", style="dim")
+        text.append("  sort:", style="dim")
         text.append(self.table.sort_mode, style="bold")
         if self.table.search:
-            text.append("  search ", style="dim")
-            text.append(repr(self.table.search), style="bold yellow")
-        text.append(f"   {_short_home(self.registry.home)}", style="dim")
+            text.append("  search:", style="dim")
+            text.append(self.table.search, style="bold yellow")
+        text.append(f"  {_short_home(self.registry.home)}", style="dim")
         self.query_one("#topbar", Static).update(text)
 
     def _update_detail_title(self) -> None:

@@ -85,8 +85,8 @@ class KillScreen(ModalScreen[dict | None]):
             yield Static(Text.assemble(("id       ", "dim"), self.job.session_id, ("   pid ", "dim"), str(self.job.pid or "-")))
             yield Static("Its whole process tree gets SIGTERM, then SIGKILL after the grace period.", id="kill-status")
             with Horizontal(classes="buttons"):
-                yield Button("Cancel [n]", id="cancel", compact=True)
-                yield Button("Kill [y]", id="confirm", variant="error", compact=True)
+                yield Button("Cancel (n)", id="cancel", compact=True)
+                yield Button("Kill (y)", id="confirm", variant="error", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#confirm", Button).focus()

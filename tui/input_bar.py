@@ -75,8 +75,9 @@ class InputBar(Vertical):
     """
 
     BINDINGS = [
-        Binding("ctrl+r", "raw", "Send raw", show=False),
-        Binding("ctrl+d", "eof", "EOF", show=False),
+        # priority: the Input itself binds ctrl+d (delete right)
+        Binding("ctrl+r", "raw", "Send raw", show=False, priority=True),
+        Binding("ctrl+d", "eof", "EOF", show=False, priority=True),
     ]
 
     class Send(Message):

@@ -50,15 +50,18 @@ def fmt_bytes(n: int | None) -> str:
 
 
 def status_text(row: JobRow) -> Text:
+    """The status cell; it starts with a space: the gap after the (ellipsized) name column."""
     if row.running:
-        return Text("running", style="bold green")
-    if row.label == "exited 0":
-        return Text(row.label, style="dim green")
-    if row.label.startswith("exited"):
-        return Text(row.label, style="bold red")
-    if row.label == "lost":
-        return Text(row.label, style="magenta")
-    return Text(row.label, style="yellow")  # killed / timed out
+        style = "bold green"
+    elif row.label == "exited 0":
+        style = "green"
+    elif row.label.startswith("exited"):
+        style = "bold red"
+    elif row.label == "lost":
+        style = "magenta"
+    else:
+        style = "yellow"  # killed / timed out
+    return Text.assemble(" ", (row.label if not row.running else "running", style))
 
 
 class _IdCell(Text):
@@ -81,7 +84,7 @@ COLUMNS = (
     _Col("id", "ID", 7),
     _Col("flags", "", 3),
     _Col("name", "NAME / COMMAND", 20),
-    _Col("status", "STATUS", 11),
+    _Col("status", " STATUS", 11),
     _Col("pid", "PID", 8, wide_only=True),
     _Col("started", "STARTED", 9, wide_only=True),
     _Col("time", "TIME", 6),
@@ -218,18 +221,18 @@ class JobsTable(DataTable):
             return (0,)
         mode = self.sort_mode
         if mode == "newest":
-            return (-row.started, sid)
+            return (row.order,)
         if mode == "oldest":
-            return (row.started, sid)
+            return (-row.order,)
         if mode == "cpu":
-            return (-(row.cpu or 0.0), -row.started)
+            return (-(row.cpu or 0.0), row.order)
         if mode == "memory":
-            return (-(row.rss or 0), -row.started)
+            return (-(row.rss or 0), row.order)
         if mode == "quiet":
-            return (-(row.silence if row.silence is not None else -1), -row.started)
+            return (-(row.silence if row.silence is not None else -1), row.order)
         if mode == "status":
-            return (not row.running, row.label, -row.started)
-        return (row.title.lower(), -row.started)
+            return (not row.running, row.label, row.order)
+        return (row.title.lower(), row.order)
 
     def resort(self, keep: str | None = None) -> None:
         if not self.row_count:

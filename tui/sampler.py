@@ -193,6 +193,7 @@ class JobRow:
     rss: int | None = None
     silence: float | None = None  # seconds since the last output (running jobs)
     waiting: bool = False
+    order: int = 0  # position in registry.list() (newest first)
 
     @property
     def running(self) -> bool:
@@ -287,8 +288,8 @@ class Sampler(threading.Thread):
         children = _children_map() if running else {}
         rows: list[JobRow] = []
         keep: set[int] = set()
-        for job in jobs:
-            rows.append(self._row(job, now, children, keep))
+        for order, job in enumerate(jobs):
+            rows.append(self._row(job, now, children, keep, order))
         self._procs.forget_except(keep)
         inputs: list[dict[str, Any]] = []
         if selected:
@@ -317,7 +318,8 @@ class Sampler(threading.Thread):
             error=error,
         )
 
-    def _row(self, job: dict[str, Any], now: float, children: dict[int, list[int]], keep: set[int]) -> JobRow:
+    def _row(self, job: dict[str, Any], now: float, children: dict[int, list[int]], keep: set[int],
+             order: int = 0) -> JobRow:
         sid = job.get("session_id", "")
         started = _parse_ts(job.get("started_at"))
         running = job.get("status") == "running"
@@ -348,6 +350,7 @@ class Sampler(threading.Thread):
             rss=rss,
             silence=silence,
             waiting=waiting,
+            order=order,
         )
 
     def _silence(self, sid: str, now: float, started: float) -> float | None:

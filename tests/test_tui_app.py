@@ -1,0 +1,458 @@
+"""Pilot tests of the dashboard against real jobs in a temporary home (no mocks)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("textual")
+
+from rich.console import Console  # noqa: E402
+
+from hermes_procs.tui.app import HermesApp  # noqa: E402
+from hermes_procs.tui.dialogs import HelpScreen, KillScreen, NewJobScreen, SignalScreen  # noqa: E402
+from hermes_procs.tui.jobs_table import JobsTable  # noqa: E402
+from hermes_procs.tui.log_pane import LogPane  # noqa: E402
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
+PY = sys.executable
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def until(pilot, predicate, timeout: float = 6.0, what: str = ""):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what or predicate}")
+        await pilot.pause(0.03)
+
+
+def make_app(registry) -> HermesApp:
+    return HermesApp(registry, sample_interval=0.2)
+
+
+def spawn(registry, command: str, **kw) -> str:
+    r = registry.spawn(command, **kw)
+    assert r["status"] == "running", r
+    return r["session_id"]
+
+
+def table_ids(app) -> list[str]:
+    t = app.query_one(JobsTable)
+    return [row.key.value for row in t.ordered_rows]
+
+
+def screen_text(app) -> str:
+    """Everything the log pane shows right now, as plain text."""
+    pane = app.query_one(LogPane)
+    lines = []
+    for y in range(pane.size.height):
+        lines.append("".join(seg.text for seg in pane.render_line(y)).rstrip())
+    return "\n".join(lines)
+
+
+def notes(app) -> str:
+    return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
+
+
+async def select(pilot, app, sid):
+    table = app.query_one(JobsTable)
+    await until(pilot, lambda: sid in table.rows_by_id, what=f"{sid} listed")
+    table.select_id(sid)
+    await until(pilot, lambda: app.selected == sid, what="selected")
+
+
+async def test_table_lists_jobs_and_updates_in_place(registry):
+    a = spawn(registry, "sleep 30", name="sleeper")
+    app = make_app(registry)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: a in table.rows_by_id)
+        row_obj = table.rows[table.get_row_index(a) and a or a]
+        b = spawn(registry, f"{PY} -c \"print('hi')\"")
+        await until(pilot, lambda: b in table.rows_by_id and not table.rows_by_id[b].running)
+        # the new job is first (newest), the old row object was kept, not rebuilt
+        assert table_ids(app)[0] == b
+        assert table.rows[a] is row_obj
+        cells = [str(c) for c in table.get_row(a)]
+        assert "sleeper" in cells[2] and "running" in cells[3]
+        assert "exited 0" in str(table.get_row(b)[3])
+        # exit toast
+        await until(pilot, lambda: "exit 0" in notes(app), what="exit toast")
+
+
+async def test_exit_code_toast_and_status(registry):
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        sid = spawn(registry, "sleep 0.5; exit 3", name="failing")
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: sid in table.rows_by_id)
+        await until(pilot, lambda: not table.rows_by_id[sid].running)
+        assert table.rows_by_id[sid].label == "exited 3"
+        await until(pilot, lambda: "exited 3" in notes(app), what="toast with the exit code")
+
+
+async def test_log_pane_renders_colours_safely_and_collapses_cr(registry):
+    script = (
+        "import sys\n"
+        "w = sys.stdout.write\n"
+        "w('\\x1b[31mred alert\\x1b[0m plain\\n')\n"
+        "w('\\x1b]52;c;SGVsbG8=\\x07clipboard-attempt\\n')\n"
+        "w('\\x1b]0;evil title\\x07title-attempt\\n')\n"
+        "w('\\x1b]8;;http://x.example\\x1b\\\\link text\\x1b]8;;\\x1b\\\\\\n')\n"
+        "w('\\x1b[2J\\x1b[H\\x1b[?1049hcursor-moves\\n')\n"
+        "w('progress 10%\\rprogress 50%\\rprogress 100%\\n')\n"
+        "w('\\x9b31mc1-csi\\n')\n"
+    )
+    sid = spawn(registry, f"{PY} -c {__import__('shlex').quote(script)}")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await until(pilot, lambda: "c1-csi" in screen_text(app), what="log lines")
+        text = screen_text(app)
+        assert "red alert plain" in text
+        assert "clipboard-attempt" in text and "SGVsbG8" not in text
+        assert "title-attempt" in text and "evil title" not in text
+        assert "link text" in text and "x.example" not in text
+        assert "progress 100%" in text and "progress 10%" not in text
+        pane = app.query_one(LogPane)
+        segments = [seg for y in range(pane.size.height) for seg in pane.render_line(y)]
+        for seg in segments:
+            assert "\x1b" not in seg.text and "\x9b" not in seg.text and "\x07" not in seg.text
+            assert not (seg.style and seg.style.link)
+        red = [seg for seg in segments if "red alert" in seg.text]
+        assert red and red[0].style.color is not None and red[0].style.color.name in ("red", "color(1)")
+
+
+async def test_log_follow_scroll_up_stops_end_resumes(registry):
+    sid = spawn(registry, "for i in $(seq 1 400); do echo line $i; done; sleep 30")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: "line 400" in screen_text(app), what="tail shown")
+        assert pane.follow
+        pane.focus()
+        await pilot.press("pageup")
+        await until(pilot, lambda: not pane.follow, what="scrolling up stops following")
+        await until(pilot, lambda: "line 400" not in screen_text(app) and "line 3" in screen_text(app))
+        await pilot.press("home")
+        await until(pilot, lambda: screen_text(app).startswith("line 1\n"), what="top of the log")
+        await pilot.press("end")
+        await until(pilot, lambda: pane.follow and "line 400" in screen_text(app), what="End resumes")
+
+
+async def test_log_follow_keeps_up_with_new_output(registry):
+    sid = spawn(registry, "cat", name="echo-back")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        for i in range(3):
+            registry.submit(sid, f"fresh line {i}")
+        await until(pilot, lambda: "fresh line 2" in screen_text(app), what="new output followed")
+
+
+async def test_log_search_next_and_previous(registry):
+    sid = spawn(registry, "for i in $(seq 1 300); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; else echo hay $i; fi; done; sleep 30")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: "needle 300" in screen_text(app))
+        pane.focus()
+        await pilot.press("home")
+        await until(pilot, lambda: not pane.follow)
+        await pilot.press("ctrl+f")
+        await pilot.press(*"NEEDLE")
+        await pilot.press("enter")
+        await until(pilot, lambda: pane.match_line == 99, what="first match (line 100)")
+        await pilot.press("down")
+        await until(pilot, lambda: pane.match_line == 199, what="next match")
+        await pilot.press("f3")
+        await until(pilot, lambda: pane.match_line == 299, what="F3 next match")
+        await pilot.press("up")
+        await until(pilot, lambda: pane.match_line == 199, what="previous match")
+        assert "needle 200" in screen_text(app)
+
+
+async def test_big_log_opens_at_once(registry, tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(1 << 30))
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as fh:
+        block = b"".join(b"%08d some log text to make the line longer\n" % i for i in range(100_000))
+        for _ in range(12):  # ~57 MB, 1.2 M lines
+            fh.write(block)
+        fh.write(b"THE LAST LINE\n")
+    sid = spawn(registry, f"cat {big}; sleep 30")
+    jobdir = registry.job_dir(sid)
+    size = big.stat().st_size
+    deadline = time.monotonic() + 20
+
+    def logged() -> int:
+        try:
+            return (jobdir / "output.log").stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    while logged() < size and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: sid in table.rows_by_id)
+        t0 = time.monotonic()
+        table.select_id(sid)
+        await until(pilot, lambda: "THE LAST LINE" in screen_text(app), what="tail of a big log")
+        assert time.monotonic() - t0 < 1.0
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: pane.total >= 1_200_001, timeout=15, what="index built")
+        pane.focus()
+        await pilot.press("home")
+        await until(pilot, lambda: screen_text(app).startswith("00000000 some"), what="top of a big log")
+
+
+async def test_input_bar_submit_raw_eof_and_history(registry):
+    sid = spawn(registry, "cat", name="cat")
+    registry.submit(sid, "from the agent", source="agent")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("i")
+        bar = app.query_one("#input")
+        assert bar.has_class("shown")
+        await pilot.press(*"hello human", "enter")
+        await until(pilot, lambda: "hello human" in screen_text(app), what="submitted line echoed")
+        inputs = registry.inputs(sid)
+        assert inputs[-1]["source"] == "human"
+        history = app.query_one("#history")
+        await until(pilot, lambda: "human" in str(history.render()) and "agent" in str(history.render()),
+                    what="history with sources")
+        await pilot.press(*"raw-bytes", "ctrl+r")
+        await until(pilot, lambda: "raw-bytes" in screen_text(app), what="raw write")
+        await pilot.press("ctrl+d")
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: not table.rows_by_id[sid].running, what="EOF ends cat")
+        assert table.rows_by_id[sid].label == "exited 0"
+
+
+async def test_kill_with_confirmation(registry, alive):
+    sid = spawn(registry, "sleep 60", name="victim")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        pid = app.query_one(JobsTable).rows_by_id[sid].pid
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen))
+        shown = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "victim" in shown and sid in shown
+        await pilot.press("n")  # cancel first
+        await until(pilot, lambda: not isinstance(app.screen, KillScreen))
+        assert alive(pid)
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen))
+        await pilot.press("y")
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: table.rows_by_id[sid].label == "killed", what="killed")
+        assert not alive(pid)
+        assert "Killed" in notes(app)
+
+
+async def test_kill_dialog_shows_survivors(registry):
+    sid = spawn(registry, "sleep 60", name="stubborn")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen))
+        # the result a failed kill returns (unkillable processes cannot be made on purpose here)
+        app.screen._killed({"status": "error", "survivors": [4242, 4343],
+                            "error": "could not kill 2 process(es) of the job: [4242, 4343]"})
+        await pilot.pause(0.05)
+        status = str(app.screen.query_one("#kill-status").render())
+        assert "4242" in status and "4343" in status
+        await pilot.press("escape")
+
+
+async def test_signal_chooser(registry):
+    sid = spawn(registry, "trap 'echo got INT; exit 5' INT; while true; do sleep 0.1; done")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, SignalScreen))
+        await pilot.press("i")  # INT
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: not table.rows_by_id[sid].running, what="INT handled")
+        assert "got INT" in registry.read_log(sid)["output"]
+        # choose from the list: TERM on another job
+        other = spawn(registry, "sleep 60")
+        await select(pilot, app, other)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, SignalScreen))
+        await pilot.press("down", "enter")  # second entry: TERM
+        await until(pilot, lambda: not table.rows_by_id[other].running, what="TERM")
+        assert table.rows_by_id[other].exit_code == -15
+
+
+async def test_new_job_dialog(registry, tmp_path):
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewJobScreen))
+        await pilot.press(*"echo made-in-dialog; pwd; sleep 30")
+        app.screen.query_one("#new-cwd").value = str(tmp_path)
+        app.screen.query_one("#new-name").value = "from dialog"
+        app.screen.query_one("#new-pty").value = True
+        await pilot.press("enter")
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: any(r.name == "from dialog" for r in table.rows_by_id.values()))
+        row = next(r for r in table.rows_by_id.values() if r.name == "from dialog")
+        assert row.pty and row.cwd == str(tmp_path)
+        await until(pilot, lambda: app.selected == row.session_id, what="new job selected")
+        await until(pilot, lambda: "made-in-dialog" in screen_text(app))
+        assert str(tmp_path) in screen_text(app)
+
+
+async def test_new_job_dialog_validates(registry):
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewJobScreen))
+        await pilot.press("enter")
+        assert isinstance(app.screen, NewJobScreen)
+        assert "command" in str(app.screen.query_one("#new-error").render())
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, NewJobScreen))
+
+
+async def test_copy_command_and_id(registry):
+    sid = spawn(registry, "sleep 31")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("c")
+        assert app.clipboard == "sleep 31"
+        await pilot.press("C")
+        assert app.clipboard == sid
+
+
+async def test_filter_sort_and_search(registry):
+    done = spawn(registry, "true", name="finished-one")
+    live = spawn(registry, "sleep 30", name="alpha-runner")
+    live2 = spawn(registry, "sleep 31", name="beta-runner")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table.rows_by_id) == 3 and not table.rows_by_id[done].running)
+        await until(pilot, lambda: len(table_ids(app)) == 3)
+        assert table_ids(app) == [live2, live, done]  # newest first
+        await pilot.press("f")
+        await until(pilot, lambda: done not in table_ids(app), what="finished hidden")
+        await pilot.press("f")
+        await until(pilot, lambda: done in table_ids(app))
+        await pilot.press("o")  # oldest
+        assert table.sort_mode == "oldest"
+        assert table_ids(app) == [done, live, live2]
+        while table.sort_mode != "name":
+            await pilot.press("o")
+        assert table_ids(app) == [live, live2, done]
+        await pilot.press("slash", *"beta")
+        await until(pilot, lambda: table_ids(app) == [live2], what="search by name")
+        await pilot.press("escape")
+        await until(pilot, lambda: len(table_ids(app)) == 3, what="search cleared")
+        await pilot.press("slash", *"sleep 30")
+        await until(pilot, lambda: table_ids(app) == [live], what="search by command")
+
+
+async def test_help_screen_and_footer(registry):
+    app = make_app(registry)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        console = Console(width=100, record=True, file=io.StringIO())
+        for w in app.screen.query("Static"):
+            console.print(w.content)
+        shown = console.export_text()
+        for key in ("kill", "signal", "new job", "Ctrl", "End", "search"):
+            assert key.lower() in shown.lower(), key
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_waiting_for_input_and_stats(registry):
+    reader = spawn(registry, "read answer; echo got $answer", name="asks")
+    repl = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
+    busy = spawn(registry, "while :; do :; done", name="busy")
+    quiet = spawn(registry, "sleep 60", name="quiet")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        def row(sid):
+            return table.rows_by_id.get(sid)
+
+        await until(pilot, lambda: row(reader) and row(reader).waiting, what="read on a pipe")
+        await until(pilot, lambda: row(repl) and row(repl).waiting, what="REPL in a PTY", timeout=8)
+        await until(pilot, lambda: row(busy) and (row(busy).cpu or 0) > 10, what="CPU of a busy loop")
+        assert not row(quiet).waiting and not row(busy).waiting
+        assert row(quiet).rss and row(quiet).rss > 100_000
+        await until(pilot, lambda: (row(quiet).silence or 0) >= 0.5, what="silence timer")
+        assert "P?" in str(table.get_row(repl)[1])
+
+
+async def test_terminal_pane_types_into_pty_job(registry):
+    sid = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("t")
+        term = await until(pilot, lambda: app.terminal)
+        await until(pilot, lambda: ">>>" in term.screen_text(), what="prompt")
+        await pilot.press(*"6*7", "enter")
+        await until(pilot, lambda: "42" in term.screen_text(), what="REPL answer")
+        await pilot.press("ctrl+right_square_bracket")
+        await until(pilot, lambda: app.terminal is None and app.focused is app.query_one(JobsTable))
+
+
+async def test_watch_pattern_toast(registry):
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.4)  # the first drain primes this dashboard's cursor
+        spawn(registry, "sleep 0.3; echo 'deploy READY now'; sleep 30", watch_patterns=["READY"])
+        await until(pilot, lambda: "READY" in notes(app), what="watch toast")
+
+
+async def test_small_terminal_80x24(registry):
+    for i in range(12):
+        spawn(registry, f"sleep {40 + i}", name=f"job {i}")
+    app = make_app(registry)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table.rows_by_id) == 12)
+        assert table.size.height >= 5
+        assert app.query_one(LogPane).size.height >= 5
+        await pilot.click(JobsTable, offset=(10, 3))  # mouse selects a row
+        await until(pilot, lambda: app.selected == table_ids(app)[2])
+
+
+async def test_closing_the_app_never_stops_jobs(registry, alive):
+    sid = spawn(registry, "sleep 60")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("q")
+    pid = registry.poll(sid)["pid"]
+    await asyncio.sleep(0.3)
+    assert registry.poll(sid)["status"] == "running" and alive(pid)
