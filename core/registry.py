@@ -83,6 +83,7 @@ class ProcessRegistry:
         self.jobs_dir = ensure_private_dir(self.home / "jobs")
         self._last_prune = 0.0
         self._supervisors: list[subprocess.Popen] = []
+        self._rows: dict[str, tuple] = {}
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -193,24 +194,38 @@ class ProcessRegistry:
     @_safe
     def list(self, task_id=None, session_key=None) -> list[dict]:
         rows = []
-        for session_id in list_job_ids(self.jobs_dir):
-            try:
-                job = load(self.jobs_dir / session_id)
-            except CorruptJob as exc:
-                rows.append({"session_id": session_id, "status": "corrupt", "error": str(exc), "command": "",
-                             "name": "", "pid": None, "pty": False, "cwd": None, "started_at": None,
-                             "uptime_seconds": 0, "output_preview": "", "_sort": 0.0})
+        ids = list_job_ids(self.jobs_dir)
+        for gone in self._rows.keys() - set(ids):
+            del self._rows[gone]
+        for session_id in ids:
+            row = self._list_row(session_id)
+            if task_id is not None and row.get("task_id", "") != task_id:
                 continue
-            if task_id is not None and job.meta.get("task_id", "") != task_id:
+            if session_key is not None and row.get("session_key", "") != session_key:
                 continue
-            if session_key is not None and job.meta.get("session_key", "") != session_key:
-                continue
-            row = self._summary(job, preview_chars=200)
-            row["command"] = row["command"][:200]
-            row["_sort"] = job.started_at
-            rows.append(row)
+            rows.append(dict(row))
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
+
+    def _list_row(self, session_id: str) -> dict:
+        """One row of `list`; rows of finished jobs are cached until their files change."""
+        jobdir = self.jobs_dir / session_id
+        stamp = _stamp(jobdir)
+        cached = self._rows.get(session_id)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            job = load(jobdir)
+        except CorruptJob as exc:
+            return {"session_id": session_id, "status": "corrupt", "error": str(exc), "command": "", "name": "",
+                    "pid": None, "pty": False, "cwd": None, "started_at": None, "uptime_seconds": 0,
+                    "output_preview": "", "_sort": 0.0}
+        row = self._summary(job, preview_chars=200)
+        row["command"] = row["command"][:200]
+        row["_sort"] = job.started_at
+        if job.exit is not None and not job.supervisor_alive:
+            self._rows[session_id] = (stamp, row)
+        return row
 
     @_safe
     def get(self, session_id) -> dict:
@@ -420,6 +435,18 @@ def _outcome_fields(job: Job) -> dict:
     outcome = job.outcome
     return {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
             "signal": outcome.get("signal")}
+
+
+def _stamp(jobdir: Path) -> tuple:
+    """What changes when a finished job's row could change: its exit record and its log."""
+    stamp = []
+    for name in ("exit.json", "output.log", "meta.json"):
+        try:
+            st = os.stat(jobdir / name)
+            stamp.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)
 
 
 def _parse_report(line: bytes) -> dict:
