@@ -84,6 +84,7 @@ class ProcessRegistry:
         self._last_prune = 0.0
         self._supervisors: list[subprocess.Popen] = []
         self._rows: dict[str, tuple] = {}
+        self._rows_lock = threading.Lock()
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -195,8 +196,9 @@ class ProcessRegistry:
     def list(self, task_id=None, session_key=None) -> list[dict]:
         rows = []
         ids = list_job_ids(self.jobs_dir)
-        for gone in self._rows.keys() - set(ids):
-            del self._rows[gone]
+        with self._rows_lock:
+            for gone in self._rows.keys() - set(ids):
+                del self._rows[gone]
         for session_id in ids:
             row = self._list_row(session_id)
             if task_id is not None and row.get("task_id", "") != task_id:
@@ -224,7 +226,8 @@ class ProcessRegistry:
         row["command"] = row["command"][:200]
         row["_sort"] = job.started_at
         if job.exit is not None and not job.supervisor_alive:
-            self._rows[session_id] = (stamp, row)
+            with self._rows_lock:
+                self._rows[session_id] = (stamp, row)
         return row
 
     @_safe
