@@ -1,0 +1,309 @@
+"""The agent tool: one function-calling tool named ``process`` over a ProcessRegistry.
+
+    from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+
+    tools = [PROCESS_TOOL_SCHEMA]                      # OpenAI / Anthropic function format
+    result_json = handle_process({"action": "start", "command": "make test",
+                                  "notify_on_complete": True}, task_id="task-1")
+
+``handle_process(args, registry=None, task_id=None) -> str`` returns a JSON string holding the
+same dicts as the Python API (``list`` returns ``{"processes": [...]}``), with secrets masked
+(see :mod:`hermes_procs.core.redact`). It never raises: a missing or wrong-typed argument, an
+unknown action or an internal failure all come back as ``{"status": "error", "error": ...}``.
+
+``registry=None`` uses one module-level ``ProcessRegistry()`` created on first use (state home
+from ``$HERMES_PROCS_HOME`` and friends). With ``task_id``, ``start`` records the task and
+``list`` shows only that task's jobs unless ``all`` is true.
+
+:func:`run_action` is the same dispatch returning the (redacted) dict; the MCP server uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from .redact import redact_obj
+
+__all__ = ["PROCESS_TOOL_SCHEMA", "ACTIONS", "handle_process", "run_action", "default_registry"]
+
+ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close")
+
+_DESCRIPTION = (
+    "Run and control background processes (builds, test runs, dev servers, installers, REPLs) "
+    "that keep running between your turns and that the user can watch in the hermes-procs "
+    "dashboard.\n"
+    "Actions: start (run `command`; returns session_id), list, poll (status + recent output), "
+    "log (output lines), wait (block until exit or timeout), kill, write, submit, close "
+    "(send EOF to stdin).\n"
+    "Know this:\n"
+    "- A started job runs silently: you hear nothing about it unless you set "
+    "notify_on_complete=true (an event when it exits) or watch_patterns (an event when a line "
+    "contains one of the strings), or you poll/wait yourself.\n"
+    "- submit sends `data` and presses Enter; write sends `data` exactly, with no Enter.\n"
+    "- Use pty=true for programs that need a terminal (REPLs, prompts that read from a tty).\n"
+    "- wait is clamped to a maximum (default 180 s; the result says so in timeout_note): call "
+    "it again to keep waiting.\n"
+    "- log without offset shows the last `limit` lines (default 200); page through a long log "
+    "with offset (0 = first line) and limit; total_lines tells you how far there is to go.\n"
+    "- kill stops the whole process tree (children and grandchildren too), not just the shell.\n"
+    "- Secrets (tokens, passwords) in output are masked as ***."
+)
+
+PROCESS_TOOL_SCHEMA: dict[str, Any] = {
+    "name": "process",
+    "description": _DESCRIPTION,
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "action": {
+                "type": "string",
+                "enum": list(ACTIONS),
+                "description": "What to do. start needs command; write needs session_id and data; "
+                "poll, log, wait, kill, submit, close need session_id; list needs nothing.",
+            },
+            "command": {
+                "type": "string",
+                "description": "start: the shell command to run (bash -c).",
+            },
+            "pty": {
+                "type": "boolean",
+                "description": "start: run in a pseudo-terminal (REPLs, interactive prompts). Default false.",
+            },
+            "cwd": {"type": "string", "description": "start: working directory (default: the current one)."},
+            "name": {"type": "string", "description": "start: a short label shown in list and the dashboard."},
+            "notify_on_complete": {
+                "type": "boolean",
+                "description": "start: deliver a completion event (exit code + last output) when the "
+                "job exits. Without it (or watch_patterns) you are not told when it ends.",
+            },
+            "watch_patterns": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "start: deliver an event when an output line contains one of these "
+                "substrings (e.g. 'Proceed?', 'ERROR', 'listening on'). Rate limited; for rare signals.",
+            },
+            "max_runtime": {
+                "type": "number",
+                "description": "start: kill the job's whole tree after this many seconds "
+                "(it ends with completion_reason 'timed_out').",
+            },
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "start: extra environment variables for the job.",
+            },
+            "session_id": {
+                "type": "string",
+                "description": "The job's id from start or list (proc_ + 12 hex); a unique prefix of "
+                "at least 4 hex characters also works.",
+            },
+            "data": {
+                "type": "string",
+                "description": "write: bytes to send as is (no Enter). submit: the line to send "
+                "before Enter (may be empty to just press Enter).",
+            },
+            "timeout": {
+                "type": "number",
+                "description": "wait: seconds to wait at most (clamped to the server maximum, default 180).",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "log: first line to show (0 = the first line). Omit for the last lines.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "log: how many lines to show (default 200).",
+            },
+            "grace": {
+                "type": "number",
+                "minimum": 0,
+                "description": "kill: seconds between SIGTERM and SIGKILL (default 3).",
+            },
+            "all": {
+                "type": "boolean",
+                "description": "list: show every job, not only the ones of the current task.",
+            },
+        },
+        "required": ["action"],
+    },
+}
+
+# ---------------------------------------------------------------------------------------------
+# the default registry
+# ---------------------------------------------------------------------------------------------
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_registry():
+    """The module-level ``ProcessRegistry()`` used when ``registry=None`` (created lazily)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                from .registry import ProcessRegistry
+
+                _default = ProcessRegistry()
+    return _default
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checking
+# ---------------------------------------------------------------------------------------------
+class _ArgError(Exception):
+    pass
+
+
+_MISSING = object()
+_TYPE_NAMES = {str: "a string", bool: "true or false", int: "a whole number", float: "a number",
+               list: "a list of strings", dict: "an object of string values"}
+
+
+def _get(args: dict, name: str, kind: type, *, required: bool = False, default: Any = None) -> Any:
+    value = args.get(name, _MISSING)
+    if value is _MISSING or value is None:
+        if required:
+            raise _ArgError(f"missing required argument '{name}'")
+        return default
+    ok = True
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind is int:
+        if isinstance(value, float) and not isinstance(value, bool) and value.is_integer():
+            value = int(value)
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif kind is str:
+        ok = isinstance(value, str)
+    elif kind is list:
+        if isinstance(value, str):  # one pattern given as a plain string
+            value = [value]
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif kind is dict:
+        ok = isinstance(value, dict) and all(isinstance(k, str) for k in value)
+        if ok:
+            value = {k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+                     for k, v in value.items()}
+    if not ok:
+        raise _ArgError(f"argument '{name}' must be {_TYPE_NAMES[kind]}, not {_describe(value)}")
+    return value
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _session_id(args: dict) -> str:
+    value = args.get("session_id")
+    if value is None or value == "":
+        raise _ArgError("missing required argument 'session_id' (the id returned by start or list)")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _ArgError(f"argument 'session_id' must be a string such as 'proc_1a2b3c4d5e6f', "
+                        f"not {_describe(value)}")
+    return str(value).strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# dispatch
+# ---------------------------------------------------------------------------------------------
+def run_action(args: Any, registry=None, task_id: str | None = None) -> dict:
+    """Perform one tool call and return its result dict (redacted). Never raises."""
+    try:
+        result = _dispatch(args, registry, task_id)
+    except _ArgError as exc:
+        result = {"status": "error", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - the tool must never raise into the agent loop
+        result = {"status": "error", "error": f"internal error: {type(exc).__name__}: {exc}"}
+    try:
+        return redact_obj(result)
+    except Exception as exc:  # noqa: BLE001
+        return {"status": "error", "error": f"internal error while masking secrets: {type(exc).__name__}"}
+
+
+def handle_process(args: Any, registry=None, task_id: str | None = None) -> str:
+    """Perform one ``process`` tool call; returns a JSON string (see module docstring)."""
+    result = run_action(args, registry, task_id)
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except Exception as exc:  # noqa: BLE001
+        return json.dumps({"status": "error", "error": f"internal error: unserialisable result ({exc})"})
+
+
+def _dispatch(args: Any, registry, task_id: str | None) -> dict:
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError as exc:
+            raise _ArgError(f"arguments are not valid JSON: {exc}") from None
+    if not isinstance(args, dict):
+        raise _ArgError(f"arguments must be an object with an 'action', not {_describe(args)}")
+    action = args.get("action")
+    valid = ", ".join(ACTIONS)
+    if action is None or action == "":
+        raise _ArgError(f"missing required argument 'action' (one of: {valid})")
+    if not isinstance(action, str):
+        raise _ArgError(f"argument 'action' must be a string, one of: {valid}")
+    action = action.strip().lower()
+    if action not in ACTIONS:
+        raise _ArgError(f"unknown action {args.get('action')!r}; valid actions: {valid}")
+    if task_id is not None and not isinstance(task_id, str):
+        task_id = str(task_id)
+    reg = registry if registry is not None else default_registry()
+
+    if action == "start":
+        command = _get(args, "command", str, required=True)
+        if not command.strip():
+            raise _ArgError("argument 'command' must not be empty")
+        kwargs = {
+            "cwd": _get(args, "cwd", str),
+            "pty": _get(args, "pty", bool, default=False),
+            "name": _get(args, "name", str),
+            "notify_on_complete": _get(args, "notify_on_complete", bool, default=False),
+            "watch_patterns": _get(args, "watch_patterns", list),
+            "env": _get(args, "env", dict),
+            "task_id": task_id or "",
+        }
+        max_runtime = args.get("max_runtime")
+        if max_runtime is not None:
+            kwargs["max_runtime"] = max_runtime  # validated by the registry (error dict)
+        return _as_dict(reg.spawn(command, **kwargs))
+
+    if action == "list":
+        show_all = _get(args, "all", bool, default=False)
+        rows = reg.list(task_id=None if show_all or not task_id else task_id)
+        if isinstance(rows, dict):  # an error dict
+            return rows
+        return {"processes": list(rows)}
+
+    session_id = _session_id(args)
+    if action == "poll":
+        return _as_dict(reg.poll(session_id))
+    if action == "log":
+        offset = _get(args, "offset", int)
+        limit = _get(args, "limit", int, default=200)
+        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
+    if action == "wait":
+        return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float)))
+    if action == "kill":
+        return _as_dict(reg.kill(session_id, grace=_get(args, "grace", float)))
+    if action == "write":
+        data = _get(args, "data", str, required=True)
+        return _as_dict(reg.write(session_id, data))
+    if action == "submit":
+        data = _get(args, "data", str, default="")
+        return _as_dict(reg.submit(session_id, data))
+    if action == "close":
+        return _as_dict(reg.close_stdin(session_id))
+    raise _ArgError(f"unknown action {action!r}; valid actions: {valid}")  # pragma: no cover
+
+
+def _as_dict(result: Any) -> dict:
+    return result if isinstance(result, dict) else {"status": "error", "error": f"unexpected result {result!r}"}

@@ -1,0 +1,115 @@
+"""Secret masking of agent-facing text: variable values, token shapes, PEM blocks, speed, opt-out."""
+
+import time
+
+import pytest
+
+from hermes_procs.core.redact import redact, redact_obj
+
+GHP = "ghp_" + "a1B2c3D4e5" * 4
+OPENAI = "sk-" + "Z9y8X7w6V5" * 5
+ANTHROPIC = "sk-ant-api03-" + "Q1w2E3r4T5" * 4
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq1w2e3r4t5y6u7i8o9p0\n"
+       "a1s2d3f4g5h6j7k8l9z0x1c2v3b4n5m6\n-----END RSA PRIVATE KEY-----")
+
+
+@pytest.mark.parametrize("text, secret, expected", [
+    ("OPENAI_API_KEY=hunter2hunter2", "hunter2hunter2", "OPENAI_API_KEY=***"),
+    ("export GITHUB_TOKEN=abc123def", "abc123def", "export GITHUB_TOKEN=***"),
+    ("DB_PASSWORD: s3cr3t!", "s3cr3t!", "DB_PASSWORD: ***"),
+    ('{"api_key": "hunter2 with spaces", "name": "bob"}', "hunter2", '{"api_key": "***", "name": "bob"}'),
+    ("{'client_secret': 'xyz987'}", "xyz987", "{'client_secret': '***'}"),
+    ("mysql --password=letmein -u root", "letmein", "mysql --password=*** -u root"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "wJalrXUtnFEMI", "AWS_SECRET_ACCESS_KEY=***"),
+    ("Authorization: Bearer abcdefghijklmnop123", "abcdefghijklmnop123", "Authorization: Bearer ***"),
+    ('"Authorization": "Basic dXNlcjpwYXNz"', "dXNlcjpwYXNz", '"Authorization": "***"'),
+    ("db: postgres://app:pa55w0rd@db:5432/x", "pa55w0rd", "db: postgres://app:***@db:5432/x"),
+])
+def test_secret_named_values(text, secret, expected):
+    out = redact(text)
+    assert secret not in out
+    assert out == expected
+
+
+@pytest.mark.parametrize("token, hint", [
+    (GHP, "ghp_...***"),
+    ("gho_" + "x" * 36, "gho_...***"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_...***"),
+    (OPENAI, "sk-...***"),
+    (ANTHROPIC, "sk-ant-...***"),
+    ("sk-proj-" + "a" * 40, "sk-proj-...***"),
+    ("xoxb-123456789012-abcdefghij", "xoxb-...***"),
+    ("xoxp-123456789012-abcdefghij", "xoxp-...***"),
+    ("AKIAIOSFODNN7EXAMPLE", "AKIA...***"),
+    ("ASIAIOSFODNN7EXAMPLE", "ASIA...***"),
+    (JWT, "eyJ...***"),
+])
+def test_token_shapes_anywhere(token, hint):
+    out = redact(f"using {token} now")
+    assert token not in out
+    assert out == f"using {hint} now"
+
+
+def test_value_that_is_a_token_keeps_its_hint():
+    assert redact(f"export OPENAI_API_KEY={OPENAI}") == "export OPENAI_API_KEY=sk-...***"
+    assert redact(f"GITHUB_TOKEN: '{GHP}'") == "GITHUB_TOKEN: 'ghp_...***'"
+
+
+def test_pem_blocks_whole_and_cut():
+    out = redact(f"key:\n{PEM}\nafter")
+    assert "MIIEowIBAAKCAQEA" not in out and out.endswith("-----END RSA PRIVATE KEY-----\nafter")
+    assert "-----BEGIN RSA PRIVATE KEY-----" in out
+    head_only = PEM.split("-----END")[0]  # output cut before the END line
+    assert "MIIEow" not in redact(head_only)
+    tail_only = PEM.split("\n", 1)[1]  # a preview that starts inside the block
+    assert "MIIEow" not in redact(tail_only) and "a1s2d3" not in redact(tail_only)
+
+
+def test_ordinary_text_untouched():
+    text = ("author=John max_tokens=100 tokens: 5 disk-usage-reporter-everything task-list\n"
+            "The SECRET_KEY is set. Enter password:\nPWD=/home/me skip=ghp_short keyboard: us\n"
+            "Proceed? [y/N] ")
+    assert redact(text) == text
+
+
+def test_idempotent():
+    text = f"A={OPENAI} TOKEN={GHP} pw: x\n{PEM}\nBearer {JWT} https://u:p@h/x"
+    once = redact(text)
+    assert redact(once) == once
+
+
+def test_redact_obj_recursive_and_keys_kept():
+    obj = {"command": f"curl -H 'Authorization: Bearer {JWT}'", "n": 3, "ok": True, "none": None,
+           "rows": [{"output_preview": f"token {GHP}"}, ("x", f"{OPENAI}")], "api_key": "plain"}
+    out = redact_obj(obj)
+    assert JWT not in str(out) and GHP not in str(out) and OPENAI not in str(out)
+    assert out["n"] == 3 and out["ok"] is True and out["none"] is None and "api_key" in out
+    assert out["api_key"] == "plain"  # dict values that are not NAME=value text are not guessed at
+    assert obj["rows"][0]["output_preview"] == f"token {GHP}"  # the input is not modified
+
+
+def test_opt_out_read_at_call_time(monkeypatch):
+    text = f"TOKEN={GHP}"
+    monkeypatch.setenv("HERMES_PROCS_REDACT", "0")
+    assert redact(text) == text and redact_obj({"a": [text]}) == {"a": [text]}
+    monkeypatch.setenv("HERMES_PROCS_REDACT", "1")
+    assert GHP not in redact(text)
+
+
+def test_non_strings_pass_through():
+    assert redact("") == "" and redact(None) is None and redact_obj(5) == 5
+
+
+def test_fast_on_a_megabyte():
+    line = "2026-01-01 12:00:00 INFO compiling module foo/bar.py -O2 took 12ms author=x key: 3\n"
+    plain = line * (1_000_000 // len(line))
+    dense = (f"x=1 TOKEN=abc password: foo {GHP} " * 10 + "\n") * 2000
+    patho = "token" * 200_000 + "eyJ" * 100_000 + "sk-" * 100_000
+    for text in (plain, dense, patho):
+        start = time.perf_counter()
+        redact(text)
+        assert time.perf_counter() - start < 1.5, len(text)
+    start = time.perf_counter()
+    assert redact(plain) == plain
+    assert time.perf_counter() - start < 0.5

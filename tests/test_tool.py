@@ -1,0 +1,186 @@
+"""The `process` agent tool: schema, dispatch over a real registry, argument errors, redaction."""
+
+import json
+import sys
+
+import pytest
+from conftest import wait_until
+
+from hermes_procs.core import tool
+from hermes_procs.core.tool import ACTIONS, PROCESS_TOOL_SCHEMA, handle_process
+
+GHP = "ghp_" + "a1B2c3D4e5" * 4
+
+
+def call(registry, task_id=None, **args):
+    out = handle_process(args, registry=registry, task_id=task_id)
+    assert isinstance(out, str)
+    return json.loads(out)
+
+
+def test_schema_shape():
+    assert PROCESS_TOOL_SCHEMA["name"] == "process"
+    params = PROCESS_TOOL_SCHEMA["parameters"]
+    assert params["type"] == "object" and params["required"] == ["action"]
+    assert params["properties"]["action"]["enum"] == list(ACTIONS)
+    assert set(ACTIONS) == {"start", "list", "poll", "log", "wait", "kill", "write", "submit", "close"}
+    for name in ("command", "pty", "cwd", "name", "notify_on_complete", "watch_patterns", "session_id", "data",
+                 "timeout", "offset", "limit", "max_runtime", "all", "grace", "env"):
+        assert name in params["properties"], name
+        assert params["properties"][name].get("description")
+    desc = PROCESS_TOOL_SCHEMA["description"]
+    for trap in ("notify_on_complete", "watch_patterns", "Enter", "clamped", "offset", "tree"):
+        assert trap in desc, trap
+    json.dumps(PROCESS_TOOL_SCHEMA)
+
+
+def test_start_wait_log_poll(registry):
+    started = call(registry, action="start", command="echo one; sleep 0.1; echo two; exit 4", name="build")
+    assert started["status"] == "running" and started["session_id"].startswith("proc_") and started["pid"] > 0
+    sid = started["session_id"]
+    done = call(registry, action="wait", session_id=sid, timeout=10)
+    assert done["status"] == "exited" and done["exit_code"] == 4 and "two" in done["output"]
+    log = call(registry, action="log", session_id=sid)
+    assert log["output"] == "one\ntwo" and log["total_lines"] == 2
+    page = call(registry, action="log", session_id=sid, offset=1, limit=1)
+    assert page["output"] == "two"
+    polled = call(registry, action="poll", session_id=sid[:9])  # unique prefix works
+    assert polled["status"] == "exited" and polled["exit_code"] == 4
+
+
+def test_submit_write_close_pipe_job(registry):
+    sid = call(registry, action="start", command="cat")["session_id"]
+    assert call(registry, action="write", session_id=sid, data="abc")["status"] == "ok"
+    assert call(registry, action="submit", session_id=sid, data="def")["status"] == "ok"
+    wait_until(lambda: "abcdef" in registry.read_log(sid)["output"])
+    assert call(registry, action="close", session_id=sid)["status"] == "ok"
+    done = call(registry, action="wait", session_id=sid, timeout=10)
+    assert done["status"] == "exited" and done["exit_code"] == 0
+
+
+def test_pty_repl_submit(registry):
+    sid = call(registry, action="start", command=f"{sys.executable} -i -q", pty=True)["session_id"]
+    wait_until(lambda: ">>>" in registry.read_log(sid)["output"], timeout=10)
+    assert call(registry, action="submit", session_id=sid, data="print(6*7)")["status"] == "ok"
+    wait_until(lambda: "42" in call(registry, action="log", session_id=sid)["output"], timeout=10)
+    killed = call(registry, action="kill", session_id=sid, grace=0.5)
+    assert killed["status"] == "killed"
+
+
+def test_kill_tree(registry, alive):
+    sid = call(registry, action="start", command="sleep 30 & sleep 30 & wait")["session_id"]
+    wait_until(lambda: len(_children(registry.poll(sid)["pid"])) == 2)
+    kids = _children(registry.poll(sid)["pid"])
+    killed = call(registry, action="kill", session_id=sid, grace=1)
+    assert killed["status"] == "killed" and killed["completion_reason"] == "killed"
+    wait_until(lambda: not any(alive(p) for p in kids))
+    again = call(registry, action="kill", session_id=sid)
+    assert again["status"] == "already_exited"
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(p) for p in fh.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def test_integer_session_id_coerced(registry):
+    out = call(registry, action="poll", session_id=123456)
+    assert out["status"] in ("not_found", "error") and "123456" in out["error"]
+
+
+@pytest.mark.parametrize("args, word", [
+    ({"action": "poll"}, "'session_id'"),
+    ({"action": "log", "session_id": True}, "'session_id'"),
+    ({"action": "log", "session_id": ["x"]}, "'session_id'"),
+    ({"action": "start"}, "'command'"),
+    ({"action": "start", "command": 5}, "'command'"),
+    ({"action": "start", "command": "true", "pty": "yes"}, "'pty'"),
+    ({"action": "start", "command": "true", "watch_patterns": [1, 2]}, "'watch_patterns'"),
+    ({"action": "start", "command": "true", "notify_on_complete": 1}, "'notify_on_complete'"),
+    ({"action": "start", "command": "true", "env": ["A=1"]}, "'env'"),
+    ({"action": "log", "session_id": "proc_000000000000", "offset": "x"}, "'offset'"),
+    ({"action": "log", "session_id": "proc_000000000000", "limit": 2.5}, "'limit'"),
+    ({"action": "wait", "session_id": "proc_000000000000", "timeout": "soon"}, "'timeout'"),
+    ({"action": "kill", "session_id": "proc_000000000000", "grace": "x"}, "'grace'"),
+    ({"action": "write", "session_id": "proc_000000000000"}, "'data'"),
+    ({"action": "write", "session_id": "proc_000000000000", "data": 5}, "'data'"),
+    ({"action": "list", "all": "yes"}, "'all'"),
+    ({}, "'action'"),
+    ({"action": 3}, "'action'"),
+])
+def test_bad_arguments_name_the_argument(registry, args, word):
+    out = call(registry, **args)
+    assert out["status"] == "error" and word in out["error"], out
+
+
+def test_unknown_action_lists_valid_ones(registry):
+    out = call(registry, action="explode")
+    assert out["status"] == "error" and "explode" in out["error"]
+    for action in ACTIONS:
+        assert action in out["error"]
+
+
+def test_never_raises_on_garbage(registry):
+    for args in (None, 5, "not json", "[]", ["action"], {"action": "start", "command": "\0"}):
+        out = json.loads(handle_process(args, registry=registry))
+        assert out["status"] == "error"
+    assert json.loads(handle_process('{"action": "list"}', registry=registry)) == {"processes": []}
+
+
+def test_registry_errors_pass_through(registry, tmp_path):
+    assert call(registry, action="poll", session_id="proc_ffffffffffff")["status"] == "not_found"
+    out = call(registry, action="start", command="true", cwd=str(tmp_path / "nope"))
+    assert out["status"] == "error" and "nope" in out["error"]
+    for bad in (0, -1, float("inf"), True):
+        out = call(registry, action="start", command="sleep 5", max_runtime=bad)
+        assert out["status"] == "error" and "max_runtime" in out["error"], bad
+    assert registry.list() == []
+
+
+def test_max_runtime(registry):
+    sid = call(registry, action="start", command="sleep 30", max_runtime=0.5)["session_id"]
+    done = call(registry, action="wait", session_id=sid, timeout=15)
+    assert done["status"] == "exited" and done["completion_reason"] == "timed_out"
+
+
+def test_wait_clamped(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_MAX_WAIT", "0.3")
+    sid = call(registry, action="start", command="sleep 30")["session_id"]
+    out = call(registry, action="wait", session_id=sid, timeout=100)
+    assert out["status"] == "timeout" and "clamp" in out["timeout_note"]
+
+
+def test_task_scoping(registry):
+    mine = call(registry, task_id="task-a", action="start", command="true")["session_id"]
+    other = call(registry, task_id="task-b", action="start", command="true")["session_id"]
+    ids = lambda out: [p["session_id"] for p in out["processes"]]  # noqa: E731
+    assert ids(call(registry, task_id="task-a", action="list")) == [mine]
+    assert set(ids(call(registry, task_id="task-a", action="list", all=True))) == {mine, other}
+    assert set(ids(call(registry, action="list"))) == {mine, other}
+    assert registry.poll(mine)["task_id"] == "task-a"
+
+
+def test_results_are_redacted_but_raw_log_is_not(registry, monkeypatch):
+    command = f"echo GITHUB_TOKEN={GHP}; echo plain"
+    started = call(registry, action="start", command=command, notify_on_complete=True)
+    assert GHP not in json.dumps(started) and "ghp_...***" in started["command"]
+    sid = started["session_id"]
+    for action in ("wait", "poll", "log"):
+        out = call(registry, action=action, session_id=sid, **({"timeout": 10} if action == "wait" else {}))
+        assert GHP not in json.dumps(out), action
+    assert GHP not in json.dumps(call(registry, action="list"))
+    assert GHP in registry.read_log(sid)["output"]  # the Python API and the disk keep the original
+    monkeypatch.setenv("HERMES_PROCS_REDACT", "0")
+    assert GHP in call(registry, action="log", session_id=sid)["output"]
+
+
+def test_default_registry_is_lazy_and_shared(home, monkeypatch):
+    monkeypatch.setattr(tool, "_default", None)
+    out = json.loads(handle_process({"action": "start", "command": "echo hi"}))
+    assert out["status"] == "running"
+    reg = tool.default_registry()
+    assert reg is tool.default_registry() and str(reg.home) == str(home)
+    assert json.loads(handle_process({"action": "wait", "session_id": out["session_id"]}))["exit_code"] == 0
