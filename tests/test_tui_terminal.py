@@ -280,3 +280,21 @@ async def test_pane_answers_terminal_queries_while_attached(registry, tmp_path):
         await until(lambda: "go" in pane.screen_text() and pane._attached)
         await pilot.press("x")
         await until(lambda: "reply b'\\x1b[3;5R'" in pane.screen_text())
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/less"), reason="less not installed")
+async def test_less_pages_and_quits_back_to_main_screen(registry, tmp_path):
+    (tmp_path / "f.txt").write_text("".join(f"line number {i}\n" for i in range(200)))
+    sid = spawn(registry, "echo before-less; less f.txt; echo after-less; sleep 30",
+                cwd=str(tmp_path), env={"TERM": "xterm-256color", "LESS": ""})
+    app = PaneApp(registry, sid)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.query_one(TerminalPane)
+        await until(lambda: "line number 0" in pane.screen_text() and pane.engine.modes.alt_screen)
+        assert pane.engine.modes.app_cursor  # less asked for application cursor keys
+        await pilot.press("space")
+        await until(lambda: "line number 30" in pane.screen_text())
+        await pilot.press("q")
+        await until(lambda: "after-less" in pane.screen_text())
+        assert not pane.engine.modes.alt_screen
+        assert "before-less" in pane.screen_text() and "line number" not in pane.screen_text()
