@@ -1,0 +1,186 @@
+"""MCP server: the ``process`` tool's actions as MCP tools over stdio.
+
+    hermes-procs mcp [--home PATH]          # what an MCP client runs
+
+Tools: ``process_start``, ``process_list``, ``process_poll``, ``process_log``, ``process_wait``,
+``process_kill``, ``process_write``, ``process_submit``, ``process_close``. Their arguments are
+the tool's arguments (typed, described, checked by the SDK against the input schema) and their
+results are the contract dicts, secrets masked: as structured content and as the same JSON in
+a text block. A result whose status is ``error`` or ``not_found`` is flagged ``isError``.
+
+Every call goes through :func:`hermes_procs.core.tool.run_action`, so the MCP server, the
+function-calling tool and the Python API share one implementation. Blocking calls
+(``process_wait``) run on a worker thread, so the server keeps answering other requests.
+
+Built on the official ``mcp`` SDK (2.x: ``mcp.server.mcpserver.MCPServer``); the import
+happens here, not in ``hermes_procs.core``, so the core works without the ``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BeforeValidator, Field
+
+from .tool import run_action
+
+__all__ = ["build_server", "serve", "TOOL_NAMES"]
+
+TOOL_NAMES = ("process_start", "process_list", "process_poll", "process_log", "process_wait",
+              "process_kill", "process_write", "process_submit", "process_close")
+
+INSTRUCTIONS = """\
+hermes-procs runs background processes (builds, test runs, servers, installers, REPLs) as durable
+jobs that keep running between calls and that the user can watch and answer in the hermes-procs
+dashboard. Start one with process_start and keep its session_id.
+- A job runs silently: poll it (process_poll), wait for it (process_wait) or read its output
+  (process_log); notify_on_complete / watch_patterns record events for event consumers.
+- process_submit sends a line and presses Enter; process_write sends the data exactly, no Enter.
+- Use pty=true for programs that want a terminal (REPLs, interactive prompts).
+- process_wait is clamped to a maximum (default 180 s; timeout_note says so): call it again.
+- process_log without offset shows the last lines; page with offset (0 = first line) and limit.
+- process_kill stops the job's whole process tree.
+- Secrets in output are masked as ***."""
+
+
+def _coerce_id(value: Any) -> Any:
+    """Integer session ids (a model's habit) become strings; anything else is left to the schema."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+SessionId = Annotated[
+    str,
+    BeforeValidator(_coerce_id),
+    Field(description="The job's id from process_start or process_list (proc_ + 12 hex characters); "
+                      "a unique prefix of at least 4 hex characters also works."),
+]
+
+Result = Annotated[CallToolResult, dict[str, Any]]
+
+_ERROR_STATUSES = ("error", "not_found")
+
+
+def _result(result: dict) -> CallToolResult:
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=result,
+        is_error=result.get("status") in _ERROR_STATUSES,
+    )
+
+
+def build_server(home: str | None = None, registry=None) -> MCPServer:
+    """An MCPServer with the nine process tools over ``registry`` (default: one over ``home``)."""
+    if registry is None:
+        from .registry import ProcessRegistry
+
+        registry = ProcessRegistry(home=home)
+    reg = registry
+
+    def call(args: dict, task_id: str | None = None) -> CallToolResult:
+        args = {k: v for k, v in args.items() if v is not None}
+        return _result(run_action(args, reg, task_id=task_id))
+
+    server = MCPServer(name="hermes-procs", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def process_start(
+        command: Annotated[str, Field(description="The shell command to run (bash -c), e.g. 'make test'.")],
+        pty: Annotated[bool, Field(description="Run in a pseudo-terminal: for REPLs and programs that "
+                                               "prompt on a terminal.")] = False,
+        cwd: Annotated[str | None, Field(description="Working directory (default: the server's).")] = None,
+        name: Annotated[str | None, Field(description="A short label shown in lists and the dashboard.")] = None,
+        notify_on_complete: Annotated[bool, Field(description="Record a completion event (exit code and last "
+                                                              "output) when the job exits.")] = False,
+        watch_patterns: Annotated[list[str] | None, Field(description="Record an event when an output line "
+                                                                      "contains one of these substrings "
+                                                                      "(rate limited; for rare signals).")] = None,
+        max_runtime: Annotated[float | None, Field(description="Kill the job's whole tree after this many "
+                                                               "seconds; it then ends 'timed_out'.")] = None,
+        env: Annotated[dict[str, str] | None, Field(description="Extra environment variables.")] = None,
+        task_id: Annotated[str | None, Field(description="Optional task label to group jobs "
+                                                         "(process_list can filter by it).")] = None,
+    ) -> Result:
+        """Start a background job; returns its session_id and pid (status 'running')."""
+        return call({"action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
+                     "notify_on_complete": notify_on_complete, "watch_patterns": watch_patterns,
+                     "max_runtime": max_runtime, "env": env}, task_id=task_id or None)
+
+    def process_list(
+        task_id: Annotated[str | None, Field(description="Only the jobs started with this task_id.")] = None,
+    ) -> Result:
+        """List jobs, newest first: {"processes": [{session_id, name, command, status, pid, ...}]}."""
+        return call({"action": "list"}, task_id=task_id or None)
+
+    def process_poll(session_id: SessionId) -> Result:
+        """Status of a job ('running' or 'exited') with the last 1000 characters of output; when exited also
+        exit_code, completion_reason (exited, killed, timed_out, lost) and signal."""
+        return call({"action": "poll", "session_id": session_id})
+
+    def process_log(
+        session_id: SessionId,
+        offset: Annotated[int | None, Field(ge=0, description="First line to return (0 = the first line). "
+                                                              "Omit for the last `limit` lines.")] = None,
+        limit: Annotated[int, Field(ge=1, description="How many lines to return.")] = 200,
+    ) -> Result:
+        """Output lines of a job (ANSI stripped) with total_lines, so a long log can be paged."""
+        return call({"action": "log", "session_id": session_id, "offset": offset, "limit": limit})
+
+    def process_wait(
+        session_id: SessionId,
+        timeout: Annotated[float | None, Field(description="Seconds to wait at most; clamped to the server's "
+                                                           "maximum (default 180).")] = None,
+    ) -> Result:
+        """Block until the job exits ('exited' with exit_code and the last output) or the timeout passes
+        ('timeout'; call again to keep waiting)."""
+        return call({"action": "wait", "session_id": session_id, "timeout": timeout})
+
+    def process_kill(
+        session_id: SessionId,
+        grace: Annotated[float | None, Field(ge=0, description="Seconds between SIGTERM and SIGKILL "
+                                                               "(default 3).")] = None,
+    ) -> Result:
+        """Kill the job's whole process tree (SIGTERM, then SIGKILL after the grace period)."""
+        return call({"action": "kill", "session_id": session_id, "grace": grace})
+
+    def process_write(
+        session_id: SessionId,
+        data: Annotated[str, Field(description="Text sent to the job's stdin exactly as given (no Enter).")],
+    ) -> Result:
+        """Send raw text to the job's stdin without pressing Enter."""
+        return call({"action": "write", "session_id": session_id, "data": data})
+
+    def process_submit(
+        session_id: SessionId,
+        data: Annotated[str, Field(description="The line to type before Enter (empty: just press "
+                                               "Enter).")] = "",
+    ) -> Result:
+        """Type a line into the job and press Enter (answers prompts, runs REPL statements)."""
+        return call({"action": "submit", "session_id": session_id, "data": data})
+
+    def process_close(session_id: SessionId) -> Result:
+        """Close the job's stdin (EOF; Ctrl-D for a pty job)."""
+        return call({"action": "close", "session_id": session_id})
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+    for fn in (process_start, process_list, process_poll, process_log, process_wait, process_kill,
+               process_write, process_submit, process_close):
+        annotations = read_only if fn.__name__ in ("process_list", "process_poll", "process_log",
+                                                    "process_wait") else None
+        server.add_tool(fn, name=fn.__name__, annotations=annotations)
+    return server
+
+
+def serve(home: str | None = None) -> None:
+    """Run the MCP server on stdin/stdout until the client disconnects (blocking)."""
+    build_server(home).run("stdio")
+
+
+if __name__ == "__main__":  # python -m hermes_procs.core.mcp_server [HOME]
+    import sys
+
+    serve(sys.argv[1] if len(sys.argv) > 1 else None)

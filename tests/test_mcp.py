@@ -1,0 +1,177 @@
+"""The MCP server, driven over stdio by the official SDK client (no mocks): a real server
+subprocess (`python -m hermes_procs mcp --home H`) and real jobs."""
+
+import asyncio
+import json
+import sys
+import time
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.mcp_server import TOOL_NAMES
+
+GHP = "ghp_" + "a1B2c3D4e5" * 4
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def server_params(home):
+    return StdioServerParameters(command=sys.executable, args=["-m", "hermes_procs", "mcp", "--home", str(home)])
+
+
+class Client:
+    def __init__(self, session):
+        self.session = session
+
+    async def call(self, tool, **args):
+        result = await self.session.call_tool(tool, args)
+        assert result.content and result.content[0].type == "text"
+        if result.structured_content is not None:
+            assert json.loads(result.content[0].text) == result.structured_content
+        return result
+
+    async def ok(self, tool, **args):
+        result = await self.call(tool, **args)
+        assert not result.is_error, result
+        return result.structured_content
+
+    async def until(self, predicate, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = await predicate()
+            if value:
+                return value
+            assert time.monotonic() < deadline, "condition not met"
+            await asyncio.sleep(0.05)
+
+
+async def with_client(home, body):
+    async with stdio_client(server_params(home)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await body(Client(session))
+
+
+def test_tools_and_schemas(tmp_path):
+    async def body(c):
+        tools = {t.name: t for t in (await c.session.list_tools()).tools}
+        assert set(tools) == set(TOOL_NAMES)
+        start = tools["process_start"].input_schema
+        assert start["required"] == ["command"]
+        props = start["properties"]
+        for name in ("command", "pty", "cwd", "name", "notify_on_complete", "watch_patterns", "max_runtime", "env"):
+            assert props[name]["description"], name
+        assert props["pty"]["type"] == "boolean" and props["command"]["type"] == "string"
+        for name in ("process_poll", "process_log", "process_wait", "process_kill", "process_write",
+                     "process_submit", "process_close"):
+            schema = tools[name].input_schema
+            assert "session_id" in schema["required"], name
+            assert schema["properties"]["session_id"]["type"] == "string"
+            assert tools[name].description
+        assert tools["process_write"].input_schema["required"] == ["session_id", "data"]
+        assert tools["process_log"].input_schema["properties"]["offset"]["anyOf"][0]["type"] == "integer"
+
+    run(with_client(tmp_path / "home", body))
+
+
+def test_start_wait_log_list_redacted(tmp_path):
+    home = tmp_path / "home"
+
+    async def body(c):
+        started = await c.ok("process_start", command=f"echo hello; sleep 0.3; echo GITHUB_TOKEN={GHP}; exit 3",
+                             name="build", notify_on_complete=True)
+        assert started["status"] == "running" and started["session_id"].startswith("proc_")
+        assert GHP not in started["command"] and "ghp_...***" in started["command"]
+        sid = started["session_id"]
+        done = await c.ok("process_wait", session_id=sid, timeout=20)
+        assert done["status"] == "exited" and done["exit_code"] == 3 and done["completion_reason"] == "exited"
+        assert "hello" in done["output"] and GHP not in done["output"]
+        log = await c.ok("process_log", session_id=sid)
+        assert log["output"] == "hello\nGITHUB_TOKEN=ghp_...***" and log["total_lines"] == 2
+        page = await c.ok("process_log", session_id=sid, offset=0, limit=1)
+        assert page["output"] == "hello"
+        polled = await c.ok("process_poll", session_id=sid[:10])
+        assert polled["exit_code"] == 3
+        listed = await c.ok("process_list")
+        assert [p["session_id"] for p in listed["processes"]] == [sid] and listed["processes"][0]["name"] == "build"
+        return sid
+
+    sid = run(with_client(home, body))
+    # the job is the same object for the Python API (unmasked there) and its events are durable
+    reg = ProcessRegistry(home=home)
+    assert GHP in reg.read_log(sid)["output"]
+    assert [e["type"] for e in reg.drain_events("t")] == ["completion"]
+
+
+def test_pty_job_typing_and_kill(tmp_path):
+    async def body(c):
+        repl = await c.ok("process_start", command=f"{sys.executable} -i -q", pty=True)
+        sid = repl["session_id"]
+
+        async def log_has(text):
+            return text in (await c.ok("process_log", session_id=sid))["output"]
+
+        await c.until(lambda: log_has(">>>"))
+        assert (await c.ok("process_submit", session_id=sid, data="print(6*7)"))["status"] == "ok"
+        await c.until(lambda: log_has("42"))
+        assert (await c.ok("process_write", session_id=sid, data="print('a'+'b')"))["status"] == "ok"
+        await asyncio.sleep(0.2)
+        assert not await log_has("ab\r\n") and not await log_has("ab\n")
+        await c.ok("process_submit", session_id=sid)  # just Enter
+        await c.until(lambda: log_has("ab"))
+        assert (await c.ok("process_close", session_id=sid))["status"] == "ok"  # EOF: the REPL exits
+        done = await c.ok("process_wait", session_id=sid, timeout=20)
+        assert done["status"] == "exited" and done["exit_code"] == 0
+
+        sleeper = await c.ok("process_start", command="sleep 60 & sleep 60; echo never")
+        killed = await c.ok("process_kill", session_id=sleeper["session_id"], grace=1)
+        assert killed["status"] == "killed" and killed["completion_reason"] == "killed"
+        polled = await c.ok("process_poll", session_id=sleeper["session_id"])
+        assert polled["status"] == "exited" and polled["leftover_pids"] == []
+
+    run(with_client(tmp_path / "home", body))
+
+
+def test_errors_are_flagged(tmp_path):
+    async def body(c):
+        missing = await c.call("process_poll", session_id="proc_ffffffffffff")
+        assert missing.is_error and missing.structured_content["status"] == "not_found"
+        bad = await c.call("process_start", command="sleep 5", max_runtime=-1)
+        assert bad.is_error and "max_runtime" in bad.structured_content["error"]
+        nocwd = await c.call("process_start", command="true", cwd=str(tmp_path / "nope"))
+        assert nocwd.is_error and nocwd.structured_content["status"] == "error"
+        as_int = await c.call("process_poll", session_id=123456)  # an integer id is taken as a string
+        assert as_int.is_error and as_int.structured_content["status"] == "not_found"
+        negative = await c.session.call_tool("process_log", {"session_id": "proc_1", "offset": -1})
+        assert negative.is_error and "offset" in negative.content[0].text
+        no_arg = await c.session.call_tool("process_poll", {})
+        assert no_arg.is_error and "session_id" in no_arg.content[0].text
+        assert (await c.ok("process_list")) == {"processes": []}
+
+    run(with_client(tmp_path / "home", body))
+
+
+@pytest.mark.timeout(60)
+def test_serve_function_directly(tmp_path):
+    """serve(home) is what the CLI calls; run it without the CLI too."""
+    home = tmp_path / "home"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", f"from hermes_procs.core.mcp_server import serve; serve({str(home)!r})"])
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("process_start", {"command": "echo direct"})
+                sid = result.structured_content["session_id"]
+                done = await session.call_tool("process_wait", {"session_id": sid, "timeout": 20})
+                return done.structured_content
+
+    done = run(main())
+    assert done["status"] == "exited" and "direct" in done["output"]
