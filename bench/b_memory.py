@@ -1,0 +1,128 @@
+"""Item 7: supervisor memory per running job, and registry list() time with many finished jobs.
+
+RSS and PSS (shared pages split between the processes sharing them; the honest per-job cost)
+of each supervisor of N idle jobs, against an idle `python -I -S` (the interpreter's floor).
+list() with 200 and 2,000 finished jobs (folders cloned from real finished jobs), against the
+least possible work: listdir + reading each job's meta/proc/exit JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.paths import new_session_id
+
+from .common import Config, Row, interleave, temp_home
+
+
+def _mem(pid: int) -> tuple[float, float]:
+    rss = pss = 0.0
+    with open(f"/proc/{pid}/smaps_rollup") as fh:
+        for line in fh:
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1]) / 1024
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1]) / 1024
+    return rss, pss
+
+
+def supervisor_memory(cfg: Config) -> list[Row]:
+    n = cfg.size(10, 20)
+    with temp_home() as home:
+        reg = ProcessRegistry(home=home)
+        jobs = [reg.spawn("sleep 600") for _ in range(n)]
+        floor = [subprocess.Popen([sys.executable, "-I", "-S", "-c", "import time; time.sleep(600)"])
+                 for _ in range(n)]
+        time.sleep(1.0)
+        sups = [json.loads((reg.job_dir(j["session_id"]) / "proc.json").read_text())["supervisor_pid"]
+                for j in jobs]
+        s = [_mem(p) for p in sups]
+        f = [_mem(p.pid) for p in floor]
+        for j in jobs:
+            reg.kill(j["session_id"], grace=0.5)
+        for p in floor:
+            p.kill()
+            p.wait()
+    return [
+        Row("7 supervisor RSS per job", "MB", [x[0] for x in s], "idle python -I -S", [x[0] for x in f], "< 15 MB",
+            max(x[0] for x in s) < 15, note=f"{n} idle jobs"),
+        Row("7 supervisor PSS per job", "MB", [x[1] for x in s], "idle python -I -S", [x[1] for x in f], "info", None,
+            note="PSS splits shared pages among the supervisors"),
+    ]
+
+
+def _clone(src: Path, jobs_dir: Path, count: int) -> None:
+    for _ in range(count):
+        sid = new_session_id()
+        dst = jobs_dir / sid
+        shutil.copytree(src, dst)
+        meta = json.loads((dst / "meta.json").read_text())
+        meta["session_id"] = sid
+        (dst / "meta.json").write_text(json.dumps(meta))
+
+
+def _raw_list(jobs_dir: Path) -> float:
+    t0 = time.perf_counter()
+    out = []
+    for name in os.listdir(jobs_dir):
+        d = jobs_dir / name
+        rec = {}
+        for f in ("meta.json", "proc.json", "exit.json"):
+            try:
+                with open(d / f) as fh:
+                    rec[f] = json.load(fh)
+            except FileNotFoundError:
+                pass
+        out.append(rec)
+    return (time.perf_counter() - t0) * 1000
+
+
+def _list(reg: ProcessRegistry, n: int) -> float:
+    t0 = time.perf_counter()
+    rows = reg.list()
+    elapsed = (time.perf_counter() - t0) * 1000
+    if not isinstance(rows, list) or len(rows) != n:
+        raise RuntimeError(f"list returned {len(rows) if isinstance(rows, list) else rows}")
+    return elapsed
+
+
+def list_time(cfg: Config) -> list[Row]:
+    rows = []
+    with temp_home() as home:
+        reg = ProcessRegistry(home=home)
+        seeds = [reg.spawn(f"seq 1 {k * 500}; echo done {k}") for k in (1, 2, 3)]
+        for j in seeds:
+            reg.wait(j["session_id"], timeout=30)
+        have = 3
+        for n in (200, 2000):
+            for i in range(n - have):
+                _clone(reg.job_dir(seeds[i % 3]["session_id"]), reg.jobs_dir, 1)
+            have = n
+            # cold: a new registry each time (what a CLI call or a new dashboard pays);
+            # warm: the same registry again (what the dashboard's sampler pays every second)
+            warm_reg = ProcessRegistry(home=home)
+            warm_reg.list()
+            cold, warm, raw = interleave(cfg.runs, lambda: _list(ProcessRegistry(home=home), n),
+                                         lambda: _list(warm_reg, n), lambda: _raw_list(reg.jobs_dir))
+            rows.append(Row(f"7 list() {n} finished jobs, new registry", "ms", cold, "listdir + 3 json reads",
+                            raw, "info", None))
+            rows.append(Row(f"7 list() {n} finished jobs, warm registry", "ms", warm, "listdir + 3 json reads",
+                            raw, "info", None))
+    return rows
+
+
+def run(cfg: Config) -> list[Row]:
+    rows = []
+    for part in (supervisor_memory, list_time):
+        try:
+            rows.extend(part(cfg))
+        except Exception as exc:  # noqa: BLE001
+            rows.append(Row(f"7 {part.__name__}", "", error=f"{type(exc).__name__}: {exc}"))
+    return rows

@@ -1,0 +1,86 @@
+"""Item 3: spawn() to pid known and to first output seen, against subprocess.Popen of the same
+command. Also the pieces of the supervisor's start, each against `python -I -S -c pass`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.envsafe import shell_argv
+
+from .common import Config, Row, interleave, temp_home
+
+CMD = "echo ready"
+
+
+def _hermes(reg: ProcessRegistry, pid_ms: list, out_ms: list) -> float:
+    t0 = time.perf_counter()
+    job = reg.spawn(CMD)
+    t1 = time.perf_counter()
+    if job.get("status") != "running":
+        raise RuntimeError(f"spawn failed: {job}")
+    log = reg.job_dir(job["session_id"]) / "output.log"
+    while True:  # first output on disk: what every client (agent, CLI, dashboard) can see
+        try:
+            if os.stat(log).st_size:
+                break
+        except FileNotFoundError:
+            pass
+        if time.perf_counter() - t0 > 10:
+            raise RuntimeError("no output within 10 s")
+        time.sleep(0.0002)
+    t2 = time.perf_counter()
+    reg.wait(job["session_id"], timeout=10)
+    pid_ms.append((t1 - t0) * 1000)
+    out_ms.append((t2 - t0) * 1000)
+    return pid_ms[-1]
+
+
+def _popen(argv: list, pid_ms: list, out_ms: list) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, start_new_session=True)
+    t1 = time.perf_counter()
+    os.read(proc.stdout.fileno(), 4096)
+    t2 = time.perf_counter()
+    proc.wait()
+    proc.stdout.close()
+    pid_ms.append((t1 - t0) * 1000)
+    out_ms.append((t2 - t0) * 1000)
+    return pid_ms[-1]
+
+
+def _py(code: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-I", "-S", "-c", code], check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+def run(cfg: Config) -> list[Row]:
+    runs = cfg.runs * (4 if cfg.full else 2)  # cheap: more runs for steadier medians
+    argv = shell_argv(CMD)
+    rows = []
+    with temp_home() as home:
+        reg = ProcessRegistry(home=home)
+        hp, ho, pp, po = [], [], [], []
+        interleave(runs, lambda: _hermes(reg, hp, ho), lambda: _popen(argv, pp, po))
+        n = runs
+        rows.append(Row("3 spawn to pid known", "ms", hp[-n:], "subprocess.Popen", pp[-n:], "< 30 ms",
+                        _med(hp[-n:]) < 30, note=f"{n} runs of {CMD!r}"))
+        rows.append(Row("3 spawn to first output", "ms", ho[-n:], "Popen + first read", po[-n:], "info", None))
+    bare, ctypes_, sup_imports = interleave(
+        runs, lambda: _py("pass"), lambda: _py("import ctypes; ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)"),
+        lambda: _py("import os, sys, fcntl, struct, termios"))
+    rows.append(Row("3 python -I -S start", "ms", bare, "", [], "info", None,
+                    note="the floor of a Python supervisor"))
+    rows.append(Row("3 ... + ctypes prctl(SUBREAPER)", "ms", ctypes_, "python -I -S -c pass", bare, "info", None))
+    rows.append(Row("3 ... + os/fcntl/struct/termios", "ms", sup_imports, "python -I -S -c pass", bare, "info", None))
+    return rows
+
+
+def _med(vals):
+    import statistics
+
+    return statistics.median(vals)
