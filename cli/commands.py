@@ -556,9 +556,13 @@ def log_cmd(
     if follow:
         if as_json:
             raise CliError("--follow and --json cannot be combined (use `events --follow` for JSON lines)")
-        from hermes_procs.attach import follow_log
+        from hermes_procs.attach import AttachError, follow_log
 
-        raise typer.Exit(follow_log(reg, session_id, limit=limit, offset=offset, raw=raw))
+        try:
+            rc = follow_log(reg, session_id, limit=limit, offset=offset, raw=raw)
+        except AttachError as exc:
+            raise CliError(str(exc)) from None
+        raise typer.Exit(rc)
     kwargs: dict[str, Any] = {"limit": limit}
     if offset is not None:
         kwargs["offset"] = offset

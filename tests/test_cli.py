@@ -146,14 +146,14 @@ def test_log_follow_streams_until_exit(cli, home):
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "hermes_procs", "log", sid, "--follow"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=dict(os.environ, HERMES_PROCS_HOME=str(home)),
     )
     first = proc.stdout.readline()
     assert first.startswith("line ")
     assert time.monotonic() - t0 < 1.0  # streamed, not printed at the end
-    rest, err = proc.communicate(timeout=10)
-    assert proc.returncode == 0, err
+    rest = proc.stdout.read()  # (not communicate(): it would skip what readline buffered)
+    assert proc.wait(timeout=10) == 0, rest
     lines = (first + rest).splitlines()
     assert lines == ["line 1", "line 2", "line 3", "line 4", "x 100%"]
     # a finished job: --follow prints the tail and returns at once
@@ -193,6 +193,8 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("poll"), "Missing argument")
     one_error_line(cli("frobnicate"), "frobnicate")
     one_error_line(cli("log", "abcd", "--limit", "many"), "--limit")
+    one_error_line(cli("log", "proc_000000000000", "--follow"), "No process with ID")
+    one_error_line(cli("log", "../x", "-f"))
     one_error_line(cli("run"), "needs a command")
     one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
     one_error_line(cli("run", "--max-runtime", "-1", "--", "true"))
