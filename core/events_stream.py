@@ -1,0 +1,80 @@
+"""The event stream for other programs and UIs (``hermes-procs events [--consumer N] [--follow]``).
+
+    from hermes_procs.core import ProcessRegistry
+    from hermes_procs.core.events_stream import iter_events
+
+    for event in iter_events(ProcessRegistry(), "my-ui", follow=True):
+        print(event["type"], event["session_id"])
+
+Yields every event of every job, oldest first, as dicts with secrets masked: ``started`` and
+``exited`` for each job, ``completion`` for jobs started with notify_on_complete, ``watch_match``
+for watch_patterns (and whatever else the supervisors record). Each consumer name has its own
+durable cursor (``<home>/cursors/<consumer>``), so a consumer sees each event exactly once,
+across processes and restarts; two consumers each see everything.
+
+``types`` keeps only those event types; the others are still consumed (the cursor is one offset
+into the log), so use a separate consumer name per filter. A bad consumer name yields one
+``{"status": "error", "error": ...}`` dict and stops.
+
+With ``follow=True`` the iterator blocks and keeps yielding until interrupted (KeyboardInterrupt
+ends it quietly) or until ``stop`` (a ``threading.Event``) is set. It watches the size of
+``events.jsonl`` with a cheap ``stat`` every ``interval`` seconds and drains only when it grew.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+
+from .redact import redact_obj
+
+__all__ = ["iter_events"]
+
+
+def iter_events(registry, consumer: str = "default", follow: bool = False, types: Iterable[str] | None = None,
+                *, interval: float = 0.2, stop: threading.Event | None = None) -> Iterator[dict]:
+    """Yield undelivered events for ``consumer`` (redacted); with ``follow``, keep waiting for more."""
+    wanted = set(types) if types else None
+    log_path = _events_path(registry)
+    last_stamp = None
+    while True:
+        if stop is not None and stop.is_set():
+            return
+        stamp = _stamp(log_path)
+        if stamp is None or stamp != last_stamp or not follow:
+            last_stamp = stamp
+            batch = registry.drain_events(consumer, all_types=True)
+            if isinstance(batch, dict):  # {"status": "error", ...}
+                yield batch
+                return
+            for event in batch:
+                if wanted is None or event.get("type") in wanted:
+                    yield redact_obj(event)
+        if not follow:
+            return
+        try:
+            if stop is not None:
+                if stop.wait(interval):
+                    return
+            else:
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            return
+
+
+def _events_path(registry) -> str | None:
+    home = getattr(registry, "home", None)
+    return os.path.join(os.fspath(home), "events.jsonl") if home is not None else None
+
+
+def _stamp(path: str | None):
+    """(inode, size, mtime) of the event log; None when unknown (then every tick drains)."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("missing",)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
