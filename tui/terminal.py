@@ -205,6 +205,10 @@ class TerminalPane(Widget, can_focus=True):
         self._last_cursor: tuple[int, int] = (0, 0)
         self._thread: threading.Thread | None = None
         self.frames = 0  # repaints done (for tests / stats)
+        self._size_cv = threading.Condition()
+        self._want_size: tuple[int, int] | None = None
+        self._want_nudge = False
+        self._sizer: threading.Thread | None = None
         self._strips: dict[int, Strip] = {}  # rendered rows, dropped when a row changes
         self._strip_key: tuple = ()
 
@@ -224,6 +228,8 @@ class TerminalPane(Widget, can_focus=True):
     def stop(self) -> None:
         """Stop reading and close the stream (the job keeps running)."""
         self._stop.set()
+        with self._size_cv:
+            self._size_cv.notify_all()
         stream, self._stream = self._stream, None
         if stream is not None:
             try:
@@ -440,18 +446,38 @@ class TerminalPane(Widget, can_focus=True):
         if want == self._job_size and not do_nudge:
             return
         self._job_size = want
-        reg, sid = self.registry, self.session_id
+        with self._size_cv:
+            self._want_size = want
+            self._want_nudge = self._want_nudge or do_nudge
+            self._size_cv.notify()
+        if self._sizer is None:
+            self._sizer = threading.Thread(target=self._size_worker, name="terminal-resize",
+                                           daemon=True)
+            self._sizer.start()
 
-        def work() -> None:
+    def _size_worker(self) -> None:
+        """Applies size requests in order, off the UI thread; always ends on the latest."""
+        applied = None
+        while not self._stop.is_set():
+            with self._size_cv:
+                while not self._stop.is_set() and not self._want_nudge and self._want_size == applied:
+                    self._size_cv.wait(0.5)
+                if self._stop.is_set():
+                    return
+                want, nudge = self._want_size, self._want_nudge
+                self._want_nudge = False
+            rows, cols = want
             try:
-                if do_nudge:
-                    reg.resize(sid, rows, max(1, cols - 1))
-                    time.sleep(NUDGE_DELAY)
-                reg.resize(sid, rows, cols)
+                if nudge:
+                    self.registry.resize(self.session_id, rows, max(1, cols - 1))
+                    if self._stop.wait(NUDGE_DELAY):
+                        return
+                    with self._size_cv:  # a newer size may have come meanwhile
+                        rows, cols = want = self._want_size
+                self.registry.resize(self.session_id, rows, cols)
             except Exception:
                 pass
-
-        threading.Thread(target=work, name="terminal-resize", daemon=True).start()
+            applied = want
 
     # -- input ---------------------------------------------------------------------------
 
