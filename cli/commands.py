@@ -845,7 +845,10 @@ def events_cmd(
         except ImportError:  # pragma: no cover
             redact_obj = None  # noqa: N806
         while True:
-            items = reg.drain_events(consumer=consumer)
+            try:
+                items = reg.drain_events(consumer=consumer, all_types=True)
+            except TypeError:
+                items = reg.drain_events(consumer=consumer)
             if isinstance(items, dict):
                 _check(items, False)
                 items = []
