@@ -203,3 +203,18 @@ def test_skip_ahead_full_screen_redraws_cut_before_an_escape():
     assert fast.line_text(23) == "frame 399 row 23 cpu 77%"
     cut, tail = safe_tail(data, 24, 80)
     assert tail.startswith(b"\x1b")
+
+
+def test_no_control_character_reaches_the_screen():
+    import random
+
+    rnd = random.Random(3)
+    e = VTEngine(10, 40)
+    for _ in range(100):
+        pieces = [bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 200))) for _ in range(10)]
+        pieces += [b"\x1b]0;title\x07", b"\x1b]52;c;aGVsbG8=\x07", "\u009b31m\u0085x\u0090y".encode()]
+        rnd.shuffle(pieces)
+        e.feed(b"".join(pieces))
+        for y in range(10):
+            text = e.render_line(y).text
+            assert not [c for c in text if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F], repr(text)

@@ -141,6 +141,8 @@ def _rich_style(style: BStyle) -> RichStyle:
 
 
 _CURSOR_STYLE = RichStyle(reverse=True)
+# Control characters (C0, DEL, C1) never reach the real terminal from a cell.
+_SAFE = {i: "\ufffd" for i in [*range(0x20), *range(0x7F, 0xA0)]}
 
 
 class _ReplySink:
@@ -317,13 +319,13 @@ class VTEngine:
                 style = style + _CURSOR_STYLE
             if style is not run_style and style != run_style:
                 if run:
-                    segments.append(Segment("".join(run), run_style))
+                    segments.append(Segment("".join(run).translate(_SAFE), run_style))
                 run = []
                 run_style = style
             run.append(ch)
             used = x + 1
         if run:
-            segments.append(Segment("".join(run), run_style))
+            segments.append(Segment("".join(run).translate(_SAFE), run_style))
         if used < width:
             pad = width - used
             if cursor_x >= used and cursor_x < width:
