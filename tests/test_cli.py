@@ -264,3 +264,23 @@ def test_help_and_attach_without_terminal(cli):
         assert word in out
     sid = start(cli, "--pty", "--", "sleep 30")
     one_error_line(cli("attach", sid), "terminal")
+
+
+def test_mcp_serves_on_stdio(home):
+    pytest.importorskip("mcp")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_procs", "mcp", "--home", str(home)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write(json.dumps(init) + "\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        assert reply["id"] == 1 and "tools" in reply["result"]["capabilities"]
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
