@@ -298,3 +298,23 @@ async def test_less_pages_and_quits_back_to_main_screen(registry, tmp_path):
         await until(lambda: "after-less" in pane.screen_text())
         assert not pane.engine.modes.alt_screen
         assert "before-less" in pane.screen_text() and "line number" not in pane.screen_text()
+
+
+async def test_mouse_reports_only_when_the_program_asks(registry, tmp_path):
+    cmd = script(tmp_path, "mouse.py", r"""
+        import os, sys, tty
+        tty.setraw(0)
+        sys.stdout.write("\x1b[?1000h\x1b[?1006hmouse on\r\n"); sys.stdout.flush()
+        data = b""
+        while b"M" not in data:
+            data += os.read(0, 64)
+        sys.stdout.write("got " + repr(data) + "\r\n"); sys.stdout.flush()
+        os.read(0, 64)
+    """)
+    sid = spawn(registry, cmd)
+    app = PaneApp(registry, sid)
+    async with app.run_test(size=(60, 10)) as pilot:
+        pane = app.query_one(TerminalPane)
+        await until(lambda: "mouse on" in pane.screen_text() and pane.engine.modes.mouse)
+        await pilot.mouse_down(TerminalPane, offset=(4, 3))
+        await until(lambda: "got b'\\x1b[<0;5;4M'" in pane.screen_text())

@@ -523,6 +523,37 @@ class TerminalPane(Widget, can_focus=True):
         event.prevent_default()
         self.send_text(event.text)
 
+    # -- mouse: forwarded only when the program asked for mouse reports ---------------------
+
+    _BUTTONS = {1: 0, 2: 1, 3: 2}
+
+    def _mouse(self, event: events.MouseEvent, button: int, kind: str) -> None:
+        if self.ended is not None or not self.engine.modes.mouse:
+            return
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        mods = frozenset(m for m in ("shift", "meta", "ctrl") if getattr(event, m, False))
+        data = self.engine.mouse(offset.x, offset.y, button, kind, mods)
+        if data:
+            event.stop()
+            self._send(data)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        self._mouse(event, self._BUTTONS.get(event.button, 0), "press")
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        self._mouse(event, self._BUTTONS.get(event.button, 0), "release")
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._mouse(event, self._BUTTONS.get(event.button, 0), "move")
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._mouse(event, 64, "press")
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._mouse(event, 65, "press")
+
     def on_focus(self, event: events.Focus) -> None:
         cy = self.engine.cursor[1]
         self.refresh(Region(0, cy, self.size.width, 1))

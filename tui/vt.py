@@ -58,6 +58,7 @@ class Modes:
     alt_screen: bool = False  # ?1049 / ?1047 / ?47
     app_keypad: bool = False  # DECKPAM (ESC =)
     cursor_visible: bool = True  # ?25
+    mouse: bool = False  # the program asked for mouse reports (?9/1000/1002/1003)
 
 
 def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
@@ -266,7 +267,29 @@ class VTEngine:
             alt_screen=bool(b.blitter.in_alt_screen),
             app_keypad=bool(getattr(b.modes, "application_keypad", False)),
             cursor_visible=bool(b.modes.cursor_visible),
+            mouse=self._mouse_on(),
         )
+
+    def _mouse_on(self) -> bool:
+        try:
+            from bittty.devices.modes import MouseProtocol
+
+            return self._board.mouse.protocol not in (MouseProtocol.OFF, MouseProtocol.LOCATOR)
+        except Exception:
+            return False
+
+    def mouse(self, x: int, y: int, button: int, event: str, modifiers: frozenset[str] = frozenset(),
+              ) -> bytes:
+        """Bytes reporting a mouse event (0-based cell x, y; button 0 left, 1 middle,
+        2 right, 64/65 wheel up/down; event "press", "release" or "move") in the protocol and
+        encoding the program asked for; b"" when it asked for none. On the alternate screen
+        without mouse reporting, the wheel becomes arrow keys (xterm's alternate scroll)."""
+        sink = self._replies
+        before = len(sink.pending)
+        self._board.input_mouse(x + 1, y + 1, button, event, set(modifiers))
+        data = bytes(sink.pending[before:])
+        del sink.pending[before:]
+        return data
 
     @property
     def title(self) -> str:
