@@ -318,3 +318,18 @@ async def test_mouse_reports_only_when_the_program_asks(registry, tmp_path):
         await until(lambda: "mouse on" in pane.screen_text() and pane.engine.modes.mouse)
         await pilot.mouse_down(TerminalPane, offset=(4, 3))
         await until(lambda: "got b'\\x1b[<0;5;4M'" in pane.screen_text())
+
+
+async def test_unknown_id_and_pipe_job(registry):
+    app = PaneApp(registry, "proc_0123456789ab")
+    async with app.run_test(size=(60, 10)):
+        pane = app.query_one(TerminalPane)
+        await until(lambda: pane.ended is not None)
+        assert "[cannot attach: No process with ID" in pane.screen_text()
+    sid = registry.spawn("read x; echo got:$x")["session_id"]  # a pipe job
+    app = PaneApp(registry, sid)
+    async with app.run_test(size=(60, 10)) as pilot:
+        pane = app.query_one(TerminalPane)
+        await until(lambda: pane._attached)
+        await pilot.press(*"hi", "enter")  # Enter is a newline for a pipe job
+        await until(lambda: "got:hi" in pane.screen_text())
