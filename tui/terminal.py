@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from rich.segment import Segment
-from rich.style import Style as RichStyle
 from textual import events
 from textual.geometry import Region, Size
 from textual.message import Message
