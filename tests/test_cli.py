@@ -198,6 +198,7 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("run"), "needs a command")
     one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
     one_error_line(cli("run", "--max-runtime", "-1", "--", "true"))
+    one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
     one_error_line(res)
