@@ -383,6 +383,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def _std_fd(stream, default: int) -> int:
+    try:
+        return stream.fileno()
+    except Exception:
+        return default
+
+
 def _terminal_size(fd: int) -> tuple[int, int]:
     try:
         sz = os.get_terminal_size(fd)
@@ -426,8 +433,9 @@ def attach_terminal(
     import termios
     import tty
 
-    stdin_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
-    stdout_fd = sys.stdout.fileno() if stdout_fd is None else stdout_fd
+    # the process's real streams (a TUI may have replaced sys.stdout with a capture object)
+    stdin_fd = _std_fd(sys.__stdin__, 0) if stdin_fd is None else stdin_fd
+    stdout_fd = _std_fd(sys.__stdout__, 1) if stdout_fd is None else stdout_fd
     if not os.isatty(stdin_fd):
         raise AttachError("attach needs a terminal on stdin")
 
@@ -445,10 +453,11 @@ def attach_terminal(
     if st is None:
         raise AttachError(f"cannot connect to {sid}: its supervisor is not answering (has it just exited?)")
 
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
+    for stream in (sys.stdout, sys.__stdout__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
     key_name = DETACH_KEY_NAME if detach_key == DETACH_KEY else repr(detach_key)
     if banner:
