@@ -248,45 +248,53 @@ class TerminalPane(Widget, can_focus=True):
     def _reader(self) -> None:
         reg, sid = self.registry, self.session_id
         try:
-            stream = reg.stream(sid, input=True, source=self.source)
-        except Exception as exc:  # SupervisorGone or anything else: show the log
-            stream = {"status": "error", "error": str(exc) or type(exc).__name__}
+            info = reg.poll(sid)
+        except Exception:
+            info = {}
+        if isinstance(info, dict) and info.get("status") not in (None, "running"):
+            # Finished (or unknown): no supervisor to wait for, show the log and the outcome.
+            stream = {"status": info.get("status"), "error": info.get("error", "")}
+        else:
+            try:
+                stream = reg.stream(sid, input=True, source=self.source)
+            except Exception as exc:  # SupervisorGone or anything else: show the log
+                stream = {"status": "error", "error": str(exc) or type(exc).__name__}
         if isinstance(stream, dict):
             tail = _read_tail(reg, sid, None)
             self._post(self._Attached(tail, None))
             status = self._final_status()
             self._post(self._Gone(status, stream.get("error", "")))
             return
-        if self._stop.is_set():
-            stream.close()
-            return
         self._stream = stream
-        tail = _read_tail(reg, sid, getattr(stream, "offset", None))
-        self._post(self._Attached(tail, stream))
-        while not self._stop.is_set():
-            try:
-                data = stream.read(0.25)
-            except Exception:
-                data = b""
-            if data is None:
-                continue
-            if not data:
-                break
-            with self._lock:
-                self._pending += data
-                if len(self._pending) > MAX_PENDING:
-                    self._trim_pending()
-                post = not self._posted
-                self._posted = True
-            if post:
-                self._post(self._Output())
-        if self._stop.is_set():
-            return
         try:
-            stream.close()
-        except Exception:
-            pass
-        self._post(self._Gone(self._final_status(), ""))
+            if self._stop.is_set():
+                return
+            tail = _read_tail(reg, sid, getattr(stream, "offset", None))
+            self._post(self._Attached(tail, stream))
+            while not self._stop.is_set():
+                try:
+                    data = stream.read(0.25)
+                except Exception:
+                    data = b""
+                if data is None:
+                    continue
+                if not data:
+                    break
+                with self._lock:
+                    self._pending += data
+                    if len(self._pending) > MAX_PENDING:
+                        self._trim_pending()
+                    post = not self._posted
+                    self._posted = True
+                if post:
+                    self._post(self._Output())
+        finally:
+            try:
+                stream.close()
+            except Exception:
+                pass
+        if not self._stop.is_set():
+            self._post(self._Gone(self._final_status(), ""))
 
     def _trim_pending(self) -> None:
         """The UI is far behind: keep only what rebuilds the last screen (lock held)."""
@@ -328,7 +336,9 @@ class TerminalPane(Widget, can_focus=True):
             if self._unsent:
                 self._send(bytes(self._unsent))
                 self._unsent.clear()
-            self._sync_size(nudge=self.nudge)
+            # Always nudge on attach: the rebuilt screen may be stale or partial, and a
+            # program on the alternate screen may have entered it before the replayed tail.
+            self._sync_size(nudge=self.nudge, force=True)
 
     def on_terminal_pane__output(self, message: _Output) -> None:
         message.stop()
