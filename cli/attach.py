@@ -228,6 +228,29 @@ def _log_tail_bytes(registry, sid: str, end: Optional[int], max_lines: Optional[
     return data
 
 
+def _reconnect(registry, sid: str, *, input: bool, source: str = "cli"):
+    """A new stream when the job is still running (we were dropped), else None."""
+    try:
+        info = registry.poll(sid)
+    except Exception:
+        return None
+    if not isinstance(info, dict) or info.get("status") != "running":
+        return None
+    return _open_stream(registry, sid, input=input, source=source)
+
+
+def _log_range(registry, sid: str, start: Optional[int], end: Optional[int]) -> bytes:
+    """Log bytes [start, end) (absolute offsets); b"" when unknown or unreadable."""
+    if start is None or end is None or end <= start:
+        return b""
+    try:
+        from hermes_procs.core import logstore
+
+        return logstore.read_bytes(registry.job_dir(sid), start, end)
+    except Exception:
+        return b""
+
+
 def _exit_summary(registry, sid: str, wait_s: float = 2.0) -> str:
     return _exit_info(registry, sid, wait_s)[0]
 
@@ -317,9 +340,23 @@ def follow_log(registry, session_id: str, *, limit: int = 200, offset: Optional[
             data = _stream_read(st, 1.0)
             if data is None:
                 continue
-            if not data:
+            if data:
+                emit(data)
+                continue
+            # The stream ended: the supervisor exited, or dropped us for falling behind
+            # (> 4 MiB).  In the second case reconnect and fill the gap from the log.
+            st2 = _reconnect(registry, sid, input=False)
+            if st2 is None:
                 break
-            emit(data)
+            pos = getattr(st, "offset", None)
+            try:
+                st.close()
+            except Exception:
+                pass
+            st = st2
+            gap = _log_range(registry, sid, pos, getattr(st, "offset", None))
+            if gap:
+                emit(gap)
     finally:
         try:
             st.close()
@@ -524,11 +561,11 @@ def attach_terminal(
         last_size_check = time.monotonic()
 
         st_fd = st.fileno()
-        # bytes the stream may already hold (e.g. read together with its header)
-        while True:
-            pending = _stream_read(st, 0)
-            if not pending:
-                break
+        # bytes the stream may already hold (read together with its header): select()
+        # on the socket would not see them.  One read only: a job flooding output must
+        # not keep us from reading the keyboard.
+        pending = _stream_read(st, 0)
+        if pending:
             alt.feed(pending)
             _write_all(stdout_fd, pending)
         while True:
@@ -558,8 +595,19 @@ def attach_terminal(
             if st_fd in ready:
                 data = _stream_read(st, 0)
                 if data == b"":
-                    reason = "ended"
-                    break
+                    # supervisor gone, or it dropped us for falling > 4 MiB behind (a slow
+                    # terminal under a flood): then reconnect, skipping ahead like tmux
+                    st2 = _reconnect(registry, sid, input=True, source=source)
+                    if st2 is None:
+                        reason = "ended"
+                        break
+                    try:
+                        st.close()
+                    except Exception:
+                        pass
+                    st = st2
+                    st_fd = st.fileno()
+                    continue
                 if data:
                     alt.feed(data)
                     _write_all(stdout_fd, data)

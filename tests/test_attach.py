@@ -73,6 +73,8 @@ class Term:
                         raise AssertionError(f"EOF before {needle!r}; got {self.buf[-2000:]!r}")
                     break
                 self.buf += data
+                if len(self.buf) > 1 << 20:  # a flood: keep the tail
+                    self.buf = self.buf[-(256 << 10):]
         return self.buf
 
     def send(self, data: bytes) -> None:
@@ -270,3 +272,18 @@ def test_attach_restores_the_terminal_on_sigterm(hp, home, tmp_path):
         assert term.close() == 0
     assert before.read_text() == after.read_text()
     assert json.loads(hp("poll", sid, "--json").stdout)["status"] == "running"
+
+
+def test_attach_detaches_from_a_flooding_job(hp, home, tmp_path):
+    sid = hp.start("--pty", "--", "yes flood")
+    script, before, after = attach_script(sid, tmp_path)
+    term = Term(script, home)
+    try:
+        term.expect(b"[attached to")
+        term.expect(b"flood\r\nflood\r\n")
+        term.send(b"\x1d")  # read between output chunks, whatever the flood
+        term.expect(b"ATTACH_RC=0", timeout=15)
+        term.expect(b"END")
+    finally:
+        assert term.close() == 0
+    assert before.read_text() == after.read_text()
