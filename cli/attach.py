@@ -347,6 +347,18 @@ def follow_log(registry, session_id: str, *, limit: int = 200, offset: Optional[
             # (> 4 MiB).  In the second case reconnect and fill the gap from the log.
             st2 = _reconnect(registry, sid, input=False)
             if st2 is None:
+                # ended: whatever the stream did not deliver (we may have been dropped
+                # just before the end) is in the log
+                pos = getattr(st, "offset", None)
+                try:
+                    from hermes_procs.core import logstore
+
+                    end = logstore.total_bytes(registry.job_dir(sid))
+                except Exception:
+                    end = None
+                rest = _log_range(registry, sid, pos, end)
+                if rest:
+                    emit(rest)
                 break
             pos = getattr(st, "offset", None)
             try:
