@@ -218,3 +218,24 @@ def test_no_control_character_reaches_the_screen():
         for y in range(10):
             text = e.render_line(y).text
             assert not [c for c in text if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F], repr(text)
+
+
+def test_skip_while_on_alternate_screen_does_not_clear_it():
+    # vim-like: enter the alt screen, draw, then a big burst of partial updates (status line
+    # only). Skipping must not re-enter the alternate screen (that would clear it).
+    e = VTEngine(10, 40)
+    e.feed(b"\x1b[?1049h\x1b[H\x1b[2Jtop line stays\x1b[5;1Hmiddle stays")
+    burst = b"".join(b"\x1b[10;1H\x1b[Kstatus %d" % i for i in range(20000))
+    e.feed(b"\x1b[?1049h" + burst)  # a redundant 1049h in the skipped part
+    assert e.bytes_skipped > 0
+    assert e.line_text(0) == "top line stays"
+    assert e.line_text(4) == "middle stays"
+    assert e.line_text(9) == "status 19999"
+    # The accumulated form used by the pane when its buffer overflows.
+    from hermes_procs.tui.vt import scan_modes
+    modes = scan_modes(b"\x1b[?1049h\x1b[?1h", scan_modes(b"\x1b[?1l\x1b[?2004h"))
+    assert modes == {2004: True, 1049: True, 1: True}
+    e.skip(modes)
+    assert e.line_text(0) == "top line stays" and e.modes.app_cursor and e.modes.bracketed_paste
+    e.skip({1049: False})
+    assert not e.modes.alt_screen

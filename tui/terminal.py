@@ -30,7 +30,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
-from .vt import VTEngine, _mode_replay, safe_tail
+from .vt import VTEngine, safe_tail, scan_modes
 
 MAX_FPS = 30
 TAIL_BYTES = 256 * 1024  # recent output replayed on attach
@@ -194,6 +194,7 @@ class TerminalPane(Widget, can_focus=True):
         self._stream = None
         self._lock = threading.Lock()
         self._pending = bytearray()
+        self._skipped_modes: dict | None = None  # modes set by output dropped from _pending
         self._posted = False
         self._stop = threading.Event()
         self._attached = False
@@ -301,7 +302,8 @@ class TerminalPane(Widget, can_focus=True):
         data = bytes(self._pending)
         cut, tail = safe_tail(data, self.engine.rows, self.engine.cols)
         if cut:
-            self._pending = bytearray(b"\x1b[0m" + _mode_replay(data[:cut]) + tail)
+            self._skipped_modes = scan_modes(data[:cut], self._skipped_modes or {})
+            self._pending = bytearray(tail)
 
     def _final_status(self) -> dict:
         status: dict = {}
@@ -379,6 +381,9 @@ class TerminalPane(Widget, can_focus=True):
             data = bytes(self._pending)
             self._pending.clear()
             self._posted = False
+            skipped, self._skipped_modes = self._skipped_modes, None
+        if skipped is not None:
+            self.engine.skip(skipped)
         if data:
             self.engine.feed(data)
             replies = self.engine.take_replies()

@@ -46,6 +46,7 @@ MAX_TAIL_BYTES = 512 * 1024
 _PRIVATE_MODE_RE = re.compile(rb"\x1b\[\?([0-9;]+)([hl])")
 _TRACKED_MODES = {1, 25, 47, 1047, 1049, 2004, 1000, 1002, 1003, 1006}
 _KEYPAD_RE = re.compile(rb"\x1b([=>])")
+_CUP_RE = re.compile(rb"\x1b\[[0-9;]*[Hf]")
 _RESET_ATTRS = b"\x1b[0m"
 
 
@@ -81,12 +82,17 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
         found += 1
         pos = nl
     if found <= rows:
-        # Not enough lines in the window: cut at the window floor, just after the first
+        # Not enough lines in the window (cursor-addressed output): cut just before the
+        # first absolute cursor move after the window start; else just after the first
         # newline or just before the first ESC (never inside a control sequence).
-        nl = data.find(b"\n", floor)
-        esc = data.find(b"\x1b", floor)
-        cands = [c for c in (nl + 1 if nl >= 0 else -1, esc) if c >= 0]
-        cut = min(cands) if cands else floor
+        m = _CUP_RE.search(data, floor)
+        if m is not None:
+            cut = m.start()  # a cursor move: what follows does not depend on where it was
+        else:
+            nl = data.find(b"\n", floor)
+            esc = data.find(b"\x1b", floor)
+            cands = [c for c in (nl + 1 if nl >= 0 else -1, esc) if c >= 0]
+            cut = min(cands) if cands else floor
     else:
         cut = pos + 1
     # Never cut inside a UTF-8 sequence (only possible when no newline was found).
@@ -95,23 +101,47 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
     return cut, data[cut:]
 
 
-def _mode_replay(skipped: bytes) -> bytes:
-    """The DEC private mode / keypad settings the skipped bytes left in force, as bytes to
-    feed before the tail (so alternate screen, DECCKM, bracketed paste survive a skip)."""
-    last: dict[int, bytes] = {}
+_ALT_MODES = (47, 1047, 1049)
+
+
+def scan_modes(skipped: bytes, into: dict | None = None) -> dict:
+    """The DEC private modes (and keypad mode, key ``"keypad"``) that ``skipped`` left set,
+    in order of their last change: ``{1049: True, 1: False, "keypad": b"=", ...}``. Pass
+    ``into`` to accumulate over several skipped pieces."""
+    last: dict = {} if into is None else into
     for m in _PRIVATE_MODE_RE.finditer(skipped):
-        hl = m.group(2)
+        on = m.group(2) == b"h"
         for p in m.group(1).split(b";"):
             if p.isdigit() and int(p) in _TRACKED_MODES:
                 n = int(p)
-                last.pop(n, None)  # keep order of last occurrence
-                last[n] = hl
-    out = [b"\x1b[?%d%s" % (n, hl) for n, hl in last.items()]
-    keypad = None
+                last.pop(n, None)  # keep the order of the last change
+                last[n] = on
     for m in _KEYPAD_RE.finditer(skipped):
-        keypad = m.group(1)
-    if keypad:
-        out.append(b"\x1b" + keypad)
+        last.pop("keypad", None)
+        last["keypad"] = m.group(1)
+    return last
+
+
+def _mode_replay(skipped: bytes) -> bytes:
+    """The modes ``skipped`` left set, as bytes (alternate screen included as is)."""
+    return _replay_bytes(scan_modes(skipped), in_alt=None)
+
+
+def _replay_bytes(modes: dict, in_alt: bool | None) -> bytes:
+    """Bytes that put an engine in ``modes``. Alternate-screen switches are only emitted
+    when they change the engine's state (``in_alt``): entering it again would clear it."""
+    out = []
+    alt_wanted = None
+    for n, on in modes.items():
+        if n in _ALT_MODES:
+            alt_wanted = (n, on)
+            continue
+        if n == "keypad":
+            out.append(b"\x1b" + on)
+        else:
+            out.append(b"\x1b[?%d%s" % (n, b"h" if on else b"l"))
+    if alt_wanted is not None and (in_alt is None or alt_wanted[1] != in_alt):
+        out.insert(0, b"\x1b[?%d%s" % (alt_wanted[0], b"h" if alt_wanted[1] else b"l"))
     return b"".join(out)
 
 
@@ -199,7 +229,7 @@ class VTEngine:
         if cut:
             self.bytes_skipped += cut
             # Reset attributes and replay modes the skipped part set, then the tail.
-            tail = _RESET_ATTRS + _mode_replay(data[:cut]) + tail
+            tail = _RESET_ATTRS + _replay_bytes(scan_modes(data[:cut]), self.modes.alt_screen) + tail
             self._all_dirty = True
         self._replies.enabled = replies
         try:
@@ -207,6 +237,12 @@ class VTEngine:
         finally:
             self._replies.enabled = True
         self.bytes_fed += len(data)
+
+    def skip(self, modes: dict) -> None:
+        """Account for output that was dropped before reaching the engine (the caller kept
+        only a tail): reset attributes and apply the modes it set (see :func:`scan_modes`)."""
+        self._board.feed_host_data(_RESET_ATTRS + _replay_bytes(modes, self.modes.alt_screen))
+        self._all_dirty = True
 
     def take_replies(self) -> bytes:
         """Bytes the emulator wants to send back to the job (answers to DA/DSR queries)."""
