@@ -176,7 +176,7 @@ def _job_is_pty(registry, info: dict) -> Optional[bool]:
 def _open_stream(registry, sid: str, *, input: bool, source: str = "cli"):
     """registry.stream(...) or None when the job has no live supervisor any more."""
     try:
-        st = registry.stream(sid, offset=None, input=input, source=source)
+        st = registry.stream(sid, input=input, source=source)
     except Exception:  # protocol.SupervisorGone, IdError, OSError
         return None
     if st is None or isinstance(st, dict):

@@ -374,8 +374,9 @@ class ProcessRegistry:
         reply = self._live(job, {"op": "signal", "signal": name})
         return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
 
-    def stream(self, session_id, offset=None, input: bool = False, source: str = "human") -> protocol.Stream:
-        """A live attach to a running job (raises IdError / protocol.SupervisorGone)."""
+    def stream(self, session_id, input: bool = False, source: str = "human") -> protocol.Stream:
+        """A live attach from the current end of the output (`stream.offset`); older output is in
+        the log files. Raises IdError or protocol.SupervisorGone (unlike the dict-returning methods)."""
         return protocol.Stream.open(self.job_dir(session_id), input=input, source=source)
 
     # ---- kill --------------------------------------------------------------------------
