@@ -41,6 +41,9 @@ SKIP_SCREENFULS = 8
 TAIL_SCREENFULS = 8
 MIN_SKIP_BYTES = 64 * 1024
 MAX_TAIL_BYTES = 512 * 1024
+# Cursor-addressed output: cut at a cursor move within this many bytes of the end first.
+CUP_WINDOW_MIN = 16 * 1024
+CUP_WINDOW_SCREENFULS = 4
 
 # DEC private modes the pane cares about; replayed when a chunk is skipped.
 _PRIVATE_MODE_RE = re.compile(rb"\x1b\[\?([0-9;]+)([hl])")
@@ -85,7 +88,9 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
         # Not enough lines in the window (cursor-addressed output): cut just before the
         # first absolute cursor move after the window start; else just after the first
         # newline or just before the first ESC (never inside a control sequence).
-        m = _CUP_RE.search(data, floor)
+        # About two frames of a full-screen program are enough: try a short window first.
+        short = max(floor, len(data) - max(CUP_WINDOW_MIN, cells * CUP_WINDOW_SCREENFULS))
+        m = _CUP_RE.search(data, short) or _CUP_RE.search(data, floor, short + 16)
         if m is not None:
             cut = m.start()  # a cursor move: what follows does not depend on where it was
         else:
