@@ -67,11 +67,15 @@ def notes(app) -> str:
     return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
 
 
-async def select(pilot, app, sid):
+async def select(pilot, app, sid, indexed: bool = True):
     table = app.query_one(JobsTable)
     await until(pilot, lambda: sid in table.rows_by_id, what=f"{sid} listed")
     table.select_id(sid)
     await until(pilot, lambda: app.selected == sid, what="selected")
+    if indexed:  # the log pane's line index is ready (the first view is the raw tail)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: pane.reader is not None and pane.reader.index is not None
+                    and not pane._tail_mode, what="log indexed")
 
 
 async def test_table_lists_jobs_and_updates_in_place(registry):
@@ -146,7 +150,12 @@ async def test_log_follow_scroll_up_stops_end_resumes(registry):
         await until(pilot, lambda: "line 400" in screen_text(app), what="tail shown")
         assert pane.follow
         pane.focus()
-        await pilot.press("pageup")
+        await until(pilot, lambda: app.focused is pane, what="log focused")
+        for _ in range(20):
+            await pilot.press("pageup")
+            if not pane.follow:
+                break
+            await pilot.pause(0.1)
         await until(pilot, lambda: not pane.follow, what="scrolling up stops following")
         await until(pilot, lambda: "line 400" not in screen_text(app) and "line 3" in screen_text(app))
         await pilot.press("home")
@@ -173,6 +182,7 @@ async def test_log_search_next_and_previous(registry):
         pane = app.query_one(LogPane)
         await until(pilot, lambda: "needle 300" in screen_text(app))
         pane.focus()
+        await until(pilot, lambda: app.focused is pane, what="log focused")
         await pilot.press("home")
         await until(pilot, lambda: not pane.follow)
         await pilot.press("ctrl+f")
@@ -220,6 +230,7 @@ async def test_big_log_opens_at_once(registry, tmp_path, monkeypatch):
         pane = app.query_one(LogPane)
         await until(pilot, lambda: pane.total >= 1_200_001, timeout=15, what="index built")
         pane.focus()
+        await until(pilot, lambda: app.focused is pane, what="log focused")
         await pilot.press("home")
         await until(pilot, lambda: screen_text(app).startswith("00000000 some"), what="top of a big log")
 

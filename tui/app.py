@@ -49,6 +49,14 @@ def _one_line(s: str) -> str:
     return " ".join(s.split())
 
 
+def update_if_changed(widget: Static, text: Text) -> None:
+    """Static.update() re-lays out and repaints even for the same text: skip that when idle."""
+    key = (text.plain, tuple(text.spans), str(text.style))
+    if getattr(widget, "_last_key", None) != key:
+        widget._last_key = key  # type: ignore[attr-defined]
+        widget.update(text)
+
+
 class HermesApp(App):
     """Jobs table on top, the selected job's output (log or terminal) and input below."""
 
@@ -173,7 +181,8 @@ class HermesApp(App):
         # toasts: a job that was running has exited
         for row in data.jobs:
             before = self._statuses.get(row.session_id)
-            if not first and before == "running" and not row.running:
+            # a job seen running has ended, or a new job came and went between two samples
+            if not first and before in ("running", None) and not row.running:
                 self._toast_exit(row)
             self._statuses[row.session_id] = row.status
         for event in data.events:
@@ -217,13 +226,13 @@ class HermesApp(App):
             text.append("  search:", style="dim")
             text.append(self.table.search, style="bold yellow")
         text.append(f"  {_short_home(self.registry.home)}", style="dim")
-        self.query_one("#topbar", Static).update(text)
+        update_if_changed(self.query_one("#topbar", Static), text)
 
     def _update_detail_title(self) -> None:
         row = self.current_row()
         widget = self.query_one("#detail-title", Static)
         if row is None:
-            widget.update(Text("no job selected · n starts one", style="dim"))
+            update_if_changed(widget, Text("no job selected · n starts one", style="dim"))
             self._show_input(False)
             return
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -241,7 +250,7 @@ class HermesApp(App):
             text.append("  waiting for input", style="bold black on yellow")
         if self.terminal is None:
             text.append(f"  · log {self._log_status}", style="dim")
-        widget.update(text)
+        update_if_changed(widget, text)
         self._show_input(row.running and self.terminal is None)
 
     def _show_input(self, show: bool) -> None:

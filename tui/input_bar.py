@@ -92,6 +92,7 @@ class InputBar(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.session_id: str | None = None
+        self._shown: str | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -105,10 +106,13 @@ class InputBar(Vertical):
     def set_job(self, session_id: str | None) -> None:
         if session_id != self.session_id:
             self.session_id = session_id
-            self.query_one("#history", Static).update(format_history([]))
+            self.set_history([])
 
     def set_history(self, entries: list[dict[str, Any]]) -> None:
-        self.query_one("#history", Static).update(format_history(entries))
+        text = format_history(entries)
+        if text.plain != self._shown:
+            self._shown = text.plain
+            self.query_one("#history", Static).update(text)
 
     @property
     def line(self) -> Input:

@@ -27,13 +27,14 @@ def short_id(session_id: str) -> str:
 
 
 def fmt_duration(seconds: float | None) -> str:
+    """``42s``, ``17m``, ``3h05``, ``2d04``: coarse past a minute, so idle rows rarely change."""
     if seconds is None:
         return ""
     s = int(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:
-        return f"{s // 60}m{s % 60:02d}"
+        return f"{s // 60}m"
     if s < 86400:
         return f"{s // 3600}h{(s % 3600) // 60:02d}"
     return f"{s // 86400}d{(s % 86400) // 3600:02d}"

@@ -133,6 +133,7 @@ class LogReader(threading.Thread):
     """Owns the job's LineIndex; serves viewport reads and searches; posts to the pane."""
 
     FLOOD_BACKLOG = 8 << 20  # more unindexed bytes than this while following: tail-only mode
+    FLOOD_RATE = 16 << 20  # bytes/s: faster than this while following, tail-only mode
     TAIL_BYTES = 256 << 10
 
     def __init__(self, pane: "LogPane", jobdir: Path, generation: int, running: bool = True) -> None:
@@ -146,6 +147,7 @@ class LogReader(threading.Thread):
         self._wake = threading.Event()
         self._stop_ev = threading.Event()
         self.index: logstore.LineIndex | None = None
+        self._rate_mark: tuple[float, int] | None = None
         self._last_post: tuple | None = None
         self._last_size = -1
 
@@ -174,20 +176,19 @@ class LogReader(threading.Thread):
             self._post(LogPane.Lines(self.generation, 0, [f"[log reader failed: {exc}]".encode()], 1, True, False))
 
     def _run(self) -> None:
-        # 1. the tail first: a huge log shows at once
+        # 1. the tail first: a huge log shows at once, before any index exists
         req = self._req or _Request(0, 50, True)
         tail = self._tail_lines(max(req.count, 1))
         self._post(LogPane.Lines(self.generation, 0, tail, len(tail), True, True))
-        # 2. the index (a full scan of a big log happens here, off the UI thread)
-        self.index = logstore.LineIndex(self.jobdir)
         quiet_since = time.monotonic()
         tick = 0.05
         serve = True
         while not self._stop_ev.is_set():
             if serve:
                 self._serve()
-            while not self._searches.empty():
-                self._do_search(*self._searches.get())
+            if self.index is not None:
+                while not self._searches.empty():
+                    self._do_search(*self._searches.get())
             self._wake.wait(tick)
             woke = self._wake.is_set()
             self._wake.clear()
@@ -195,16 +196,17 @@ class LogReader(threading.Thread):
                 break
             size = self._size()
             changed = size != self._last_size
-            self._last_size = size
             now = time.monotonic()
             if changed:
                 quiet_since = now
                 tick = 0.05  # at most ~20 updates a second while output flows
             elif now - quiet_since > 2.0:
                 tick = 0.5  # quiet: poll twice a second
-            serve = changed or woke
+            self._last_size = size
+            serve = changed or woke or self.index is None
 
     def _size(self) -> int:
+        """A cheap fingerprint of the log (sizes and inodes of the segments)."""
         total = 0
         for name in (logstore.OLD_LOG_NAME, logstore.LOG_NAME):
             try:
@@ -215,29 +217,53 @@ class LogReader(threading.Thread):
         return total
 
     def _tail_lines(self, count: int) -> list[bytes]:
-        data = logstore.tail_bytes(self.jobdir, self.TAIL_BYTES)
-        lines = data.split(b"\n")
-        if lines and lines[-1] == b"" and len(lines) > 1:
-            lines.pop()
-        if len(data) >= self.TAIL_BYTES and len(lines) > 1:
-            lines = lines[1:]  # the first one is probably cut
-        return lines[-count:]
+        """The last ``count`` raw lines, reading as little of the end of the log as possible."""
+        want = max(8 << 10, count * 160)
+        while True:
+            try:
+                data = logstore.tail_bytes(self.jobdir, want)
+            except RuntimeError:  # rotating faster than we can read: next tick
+                return []
+            lines = data.split(b"\n")
+            if lines and lines[-1] == b"" and len(lines) > 1:
+                lines.pop()
+            cut = len(data) >= want
+            if cut and len(lines) > 1:
+                lines = lines[1:]  # the first one is probably cut
+            if len(lines) >= count or not cut or want >= self.TAIL_BYTES:
+                return lines[-count:]
+            want *= 4
+
+    def _growth_rate(self) -> float:
+        """Bytes per second the log grew since the last call."""
+        now = time.monotonic()
+        try:
+            end = logstore.total_bytes(self.jobdir)
+        except Exception:
+            return 0.0
+        last = self._rate_mark
+        self._rate_mark = (now, end)
+        if last is None or now <= last[0]:
+            return 0.0
+        return (end - last[1]) / (now - last[0])
 
     def _serve(self) -> None:
-        idx = self.index
-        assert idx is not None
         req = self._req or _Request(0, 50, True)
-        backlog = logstore.total_bytes(self.jobdir) - idx.end_offset
-        if req.follow and backlog > self.FLOOD_BACKLOG:
-            # flooding: show the tail without indexing every byte
-            lines = self._tail_lines(req.count)
-            key = ("tail", req.count, len(lines), lines[-1] if lines else b"", idx.line_count)
-            if key != self._last_post:
-                self._last_post = key
-                self._post(LogPane.Lines(self.generation, idx.line_count, lines,
-                                         idx.line_count, True, True))
+        flooding = self._growth_rate() > self.FLOOD_RATE
+        idx = self.index
+        if req.follow and (flooding or (idx is not None and logstore.total_bytes(self.jobdir) - idx.end_offset > self.FLOOD_BACKLOG)):
+            # flooding: show the last screenful without indexing every byte
+            self._serve_tail(req)
             return
-        idx.refresh()
+        try:
+            if idx is None:
+                idx = self.index = logstore.LineIndex(self.jobdir)  # a big log is scanned here
+            else:
+                idx.refresh()
+        except RuntimeError:  # the log rotates faster than it can be indexed
+            if req.follow:
+                self._serve_tail(req)
+            return
         total = idx.line_count
         if req.follow:
             first = max(0, total - req.count)
@@ -250,6 +276,14 @@ class LogReader(threading.Thread):
         lines = idx.read_raw_lines(first, req.count, max_bytes=256 << 10)
         self._post(LogPane.Lines(self.generation, first, lines, total, req.follow, False,
                                  dropped=idx.dropped_bytes))
+
+    def _serve_tail(self, req: _Request) -> None:
+        lines = self._tail_lines(req.count)
+        known = self.index.line_count if self.index is not None else 0
+        key = ("tail", req.count, len(lines), lines[-1] if lines else b"", known)
+        if lines and key != self._last_post:
+            self._last_post = key
+            self._post(LogPane.Lines(self.generation, known, lines, known, True, True))
 
     def _do_search(self, query: str, from_line: int, forward: bool) -> None:
         idx = self.index
@@ -461,7 +495,7 @@ class LogPane(ScrollView, can_focus=True):
     def _scroll_bottom(self) -> None:
         self._programmatic += 1
         try:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
         finally:
             self._programmatic -= 1
 
@@ -510,7 +544,7 @@ class LogPane(ScrollView, can_focus=True):
         target = max(0, msg.line - self._page() // 3)
         self._programmatic += 1
         try:
-            self.scroll_to(y=target, animate=False, immediate=True)
+            self.scroll_to(y=target, animate=False, immediate=True, force=True)
         finally:
             self._programmatic -= 1
         self._request(force=True)
@@ -571,7 +605,7 @@ class LogPane(ScrollView, can_focus=True):
             self._max_width = min(text.cell_len, 4 * MAX_LINE_CHARS)
             self.call_later(self._set_virtual, self.total)
         self._strips[key] = strip
-        if len(self._strips) > 2000:
+        if len(self._strips) > 600:
             self._strips.popitem(last=False)
         return strip
 
