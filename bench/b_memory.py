@@ -62,7 +62,7 @@ def _clone(src: Path, jobs_dir: Path, count: int) -> None:
     for _ in range(count):
         sid = new_session_id()
         dst = jobs_dir / sid
-        shutil.copytree(src, dst)
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("sock", "*.tmp"))
         meta = json.loads((dst / "meta.json").read_text())
         meta["session_id"] = sid
         (dst / "meta.json").write_text(json.dumps(meta))

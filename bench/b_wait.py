@@ -60,11 +60,33 @@ def _popen() -> float:
     return (done["t"] - t0) * 1000
 
 
+def _quick_job(reg: ProcessRegistry) -> float:
+    """spawn('true') then wait(): the job has exited (or is about to) when wait() starts."""
+    job = reg.spawn("true")
+    if job.get("status") != "running":
+        raise RuntimeError(f"spawn failed: {job}")
+    t0 = time.perf_counter()
+    res = reg.wait(job["session_id"], timeout=30)
+    if res.get("status") != "exited":
+        raise RuntimeError(f"wait: {res}")
+    return (time.perf_counter() - t0) * 1000
+
+
+def _popen_quick() -> float:
+    proc = subprocess.Popen(["true"])
+    t0 = time.perf_counter()
+    proc.wait()
+    return (time.perf_counter() - t0) * 1000
+
+
 def run(cfg: Config) -> list[Row]:
     with temp_home() as home:
         reg = ProcessRegistry(home=home)
         h, hi, p = interleave(cfg.runs, lambda: _hermes(reg, False), lambda: _hermes(reg, True), _popen)
+        q, qp = interleave(cfg.runs * 2, lambda: _quick_job(reg), _popen_quick)
     return [
+        Row("4 wait() right after spawn of `true`", "ms", q, "Popen('true').wait()", qp, "< 10 ms", _med(q) < 10,
+            note="the job exits while the supervisor starts"),
         Row("4 wait wake latency", "ms", h, "Popen.wait()", p, "< 10 ms", _med(h) < 10),
         Row("4 wait wake latency, with interrupt", "ms", hi, "Popen.wait()", p, "< 10 ms", _med(hi) < 10,
             note="wait(interrupt=Event) re-checks the event every 50 ms"),
