@@ -273,7 +273,7 @@ KEYMAP: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("t / Enter", "open the terminal pane of a PTY job (keys go to the job)"),
             ("ctrl+]", "leave the terminal pane (back to the table)"),
-            ("a", "full-screen attach (exact terminal; detach with ctrl+])"),
+            ("a / ctrl+t", "full-screen attach (exact terminal; detach with ctrl+])"),
         ],
     ),
     (
@@ -288,26 +288,45 @@ KEYMAP: list[tuple[str, list[tuple[str, str]]]] = [
 
 
 class HelpScreen(ModalScreen[None]):
-    """The full key map."""
+    """The full key map (two columns on wide screens)."""
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="HelpScreen") + """
-    HelpScreen > Vertical { width: 84; max-height: 90%; }
+    HelpScreen > Vertical { width: 84; max-width: 98%; max-height: 96%; }
+    HelpScreen > Vertical.wide { width: 118; }
     HelpScreen VerticalScroll { height: auto; max-height: 100%; }
+    HelpScreen .title { margin-bottom: 0; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
+    @staticmethod
+    def _section(section: str, keys: list[tuple[str, str]], key_width: int) -> Table:
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="bold cyan", no_wrap=True, width=key_width)
+        table.add_column()
+        table.add_row(Text(section, style="bold underline"), "")
+        for key, desc in keys:
+            table.add_row(escape(key), desc)
+        return table
+
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label("hermes-procs dashboard — keys", classes="title")
+        wide = self.app.size.width >= 120
+        with Vertical(classes="wide" if wide else ""):
+            yield Label("hermes-procs dashboard — keys  (Esc closes)", classes="title")
             with VerticalScroll():
-                for section, keys in KEYMAP:
-                    table = Table.grid(padding=(0, 2))
-                    table.add_column(style="bold cyan", no_wrap=True, min_width=20)
-                    table.add_column()
-                    for key, desc in keys:
-                        table.add_row(escape(key), desc)
-                    yield Static(Text(section, style="bold underline"))
-                    yield Static(table)
+                if wide:
+                    left = [self._section(n, k, 16) for n, k in (KEYMAP[0], KEYMAP[3])]
+                    right = [self._section(n, k, 18) for n, k in (KEYMAP[1], KEYMAP[2])]
+                    grid = Table.grid(padding=(0, 3))
+                    grid.add_column(width=52)
+                    grid.add_column(width=56)
+                    from rich.console import Group
+
+                    grid.add_row(Group(*left), Group(*right))
+                    yield Static(grid)
+                else:
+                    from rich.console import Group
+
+                    yield Static(Group(*[self._section(n, k, 20) for n, k in KEYMAP]))
                 yield Static(
                     Text(
                         "Closing the dashboard never stops a job: every job has its own supervisor. "
@@ -316,9 +335,10 @@ class HelpScreen(ModalScreen[None]):
                         style="dim",
                     )
                 )
-            with Horizontal(classes="buttons"):
-                yield Button("Close", id="close", variant="primary", compact=True)
 
-    @on(Button.Pressed, "#close")
+    def on_click(self, event) -> None:
+        if event.widget is self:  # a click outside the dialog closes it
+            self.dismiss(None)
+
     def action_close(self) -> None:
         self.dismiss(None)

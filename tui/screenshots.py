@@ -1,0 +1,131 @@
+"""Regenerate the dashboard screenshots (SVG) in ``screenshots/`` from the real app running the
+demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]``.
+
+Shots: ``dashboard.svg`` (table + log of a build), ``terminal.svg`` (terminal pane with a Python
+REPL), ``input.svg`` (a pipe job waiting for an answer, with the input bar and its history),
+``kill.svg`` (kill confirmation), ``help.svg`` (the key map).  Every job started is killed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hermes_procs.core import ProcessRegistry
+
+from .app import HermesApp
+from .demo import start_demo
+from .dialogs import HelpScreen, KillScreen
+from .jobs_table import JobsTable
+from .log_pane import LogPane
+
+SIZE = (120, 34)
+
+
+async def _until(pilot, predicate, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"screenshot setup timed out waiting for {predicate}")
+        await pilot.pause(0.05)
+
+
+def _id_by_name(reg: ProcessRegistry, name: str) -> str:
+    for job in reg.list():
+        if job.get("name") == name:
+            return job["session_id"]
+    raise KeyError(name)
+
+
+async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
+    shots: list[Path] = []
+    app = HermesApp(reg, sample_interval=0.5)
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(JobsTable)
+        await _until(pilot, lambda: len(table.rows_by_id) >= 5)
+
+        async def select(name: str) -> None:
+            sid = _id_by_name(reg, name)
+            table.select_id(sid)
+            pane = app.query_one(LogPane)
+            await _until(pilot, lambda: app.selected == sid and pane.reader is not None
+                         and pane.reader.index is not None and not pane._tail_mode)
+            await pilot.pause(0.3)
+
+        def save(name: str) -> None:
+            shots.append(Path(app.save_screenshot(filename=name, path=str(out))))
+
+        # 1. the table and the log of the build (colours, \r progress collapsed)
+        await select("build")
+        await pilot.pause(0.6)
+        save("dashboard.svg")
+
+        # 2. a pipe job asking a question: the input bar and its history
+        await select("reset staging")
+        await pilot.press("i")
+        await pilot.press(*"maybe later")
+        await pilot.pause(0.2)
+        save("input.svg")
+        await pilot.press("escape")
+        app.input_bar.line.value = ""
+
+        # 3. the terminal pane with the Python REPL
+        table.focus()
+        await select("python REPL")
+        await pilot.press("t")
+        await _until(pilot, lambda: app.terminal is not None and ">>>" in app.terminal.screen_text())
+        for line in ("import sys, platform", "platform.python_version()",
+                     "[n * n for n in range(12)]", "{'jobs': 5, 'waiting': True}"):
+            await pilot.press(*line, "enter")
+            await pilot.pause(0.25)
+        await _until(pilot, lambda: "121" in app.terminal.screen_text())
+        await pilot.pause(0.3)
+        save("terminal.svg")
+        await pilot.press("ctrl+right_square_bracket")
+        await _until(pilot, lambda: app.terminal is None)
+
+        # 4. the kill confirmation
+        await select("ping")
+        await pilot.press("k")
+        await _until(pilot, lambda: isinstance(app.screen, KillScreen))
+        await pilot.pause(0.2)
+        save("kill.svg")
+        await pilot.press("n")
+
+        # 5. help
+        await pilot.press("question_mark")
+        await _until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause(0.2)
+        save("help.svg")
+        await pilot.press("escape")
+    return shots
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="hp-shots-"))
+    reg = ProcessRegistry(home=tmp / "home")
+    try:
+        for result in start_demo(reg):
+            if result.get("status") != "running":
+                raise RuntimeError(f"demo job failed to start: {result}")
+        time.sleep(3.5)  # let the build, the ping and the tests produce output
+        shots = asyncio.run(_shoot(reg, out))
+    finally:
+        for job in reg.list():
+            if job.get("status") == "running":
+                reg.kill(job["session_id"], grace=0.2)
+        shutil.rmtree(tmp, ignore_errors=True)
+    for path in shots:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
