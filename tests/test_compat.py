@@ -182,7 +182,7 @@ def test_iter_events_bad_consumer(registry):
 def test_cli_events_follow_subprocess(home, registry):
     """`hermes-procs events --follow` (the CLI uses iter_events) streams until interrupted."""
     proc = subprocess.Popen([sys.executable, "-m", "hermes_procs", "events", "--follow", "--consumer", "cli-t",
-                             "--home", str(home)], stdout=subprocess.PIPE, text=True)
+                             "--home", str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         job = registry.spawn("exit 4", notify_on_complete=True)
         lines = []
@@ -193,5 +193,6 @@ def test_cli_events_follow_subprocess(home, registry):
                 break
         assert any(job["session_id"] in line and '"completion"' in line for line in lines)
     finally:
-        proc.send_signal(2)
-        proc.wait(timeout=10)
+        proc.send_signal(2)  # Ctrl-C ends --follow quietly
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and "Traceback" not in err
