@@ -53,11 +53,13 @@ Results are the agent-facing view: secrets are masked as in the tool and the MCP
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
 import time
 import uuid
+import weakref
 from typing import Any
 
 from .redact import redact_obj
@@ -146,7 +148,10 @@ class HermesProcessRegistry:
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        if not self._own_only:
+        if self._own_only:  # remove the private cursor file at exit even if close() is never called
+            ref = weakref.ref(self)
+            atexit.register(lambda: (lambda obj: obj is not None and obj.close())(ref()))
+        else:
             self._start_feeder()
 
     # ---- plumbing ------------------------------------------------------------------------
@@ -198,11 +203,15 @@ class HermesProcessRegistry:
         thread = self._thread
         if thread is not None:
             thread.join(timeout=2)
-        if self._own_only:  # the private cursor is of no use to anyone after us
-            try:
-                os.unlink(os.path.join(os.fspath(self._registry.home), "cursors", self.consumer))
-            except (OSError, AttributeError, TypeError):
-                pass
+        if self._own_only:
+            self._drop_cursor()
+
+    def _drop_cursor(self) -> None:
+        """The private cursor is of no use to anyone after us."""
+        try:
+            os.unlink(os.path.join(os.fspath(self._registry.home), "cursors", self.consumer))
+        except (OSError, AttributeError, TypeError):
+            pass
 
     def __enter__(self) -> "HermesProcessRegistry":
         return self
