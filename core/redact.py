@@ -15,6 +15,10 @@ What is masked:
   Stripe ``sk_live_``..., JWTs, ``Bearer <token>``, passwords in ``scheme://user:pass@host``
   URLs, and PEM private-key blocks (including a block cut at either end).
 
+Tails cut at a fixed length (``output_preview``, the ``output`` of wait/kill/completion) may
+begin in the middle of a secret (``EN=hunter2``, ``p_a1B2...`` of a cut ``ghp_`` token, a PEM
+body): :func:`redact_obj` also masks such a partial first line (:func:`redact_cut`).
+
 A mask keeps only a short hint of what was there: ``sk-ant-...***``, ``ghp_...***``, ``***``.
 Masking is idempotent (``redact(redact(t)) == redact(t)``).
 
@@ -31,7 +35,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["redact", "redact_obj", "redaction_enabled", "MASK"]
+__all__ = ["redact", "redact_cut", "redact_obj", "redaction_enabled", "MASK"]
 
 MASK = "***"
 
@@ -208,6 +212,47 @@ def _redact_text(text: str) -> str:
     return _mask_assignments(text)
 
 
+# ---------------------------------------------------------------------------------------------
+# 3. Tails cut at a fixed length (output_preview, output of wait/kill/completion) may begin in
+#    the middle of a secret: "EN=hunter2", "p_a1B2c3..." (a cut ghp_ token), or inside a PEM
+#    body. Their partial first line(s) get a stricter treatment.
+# ---------------------------------------------------------------------------------------------
+_CUT_LENGTHS = frozenset((200, 1000, 2000))  # the registry's and supervisor's tail sizes
+_CUT_KEYS = ("output_preview", "output")
+_HEAD_RUN_RE = re.compile(r"[A-Za-z0-9_+/=.-]{12,}")
+_HEAD_ASSIGN_RE = re.compile(
+    r"[A-Za-z0-9_.-]{0,40}+[\"']?[ \t]*[:=][ \t]*(?:(?:bearer|basic|token)[ \t]+)?"
+    r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))",
+    re.IGNORECASE,
+)
+_BASE64_LINES_RE = re.compile(r"(?:[A-Za-z0-9+/=]{40,}\r?\n)+")
+
+
+def _mask_head(text: str) -> str:
+    """Mask what may be the remains of a secret at the start of a text cut mid-line."""
+    m = _BASE64_LINES_RE.match(text)
+    if m:  # the text starts inside a base64 block (a key body): mask those lines
+        return MASK + "\n" + text[m.end():]
+    m = _HEAD_RUN_RE.match(text)
+    if m and any(c.isdigit() for c in m.group(0)) and any(c.isalpha() for c in m.group(0)) \
+            and not m.group(0).endswith(MASK):
+        return MASK + text[m.end():]
+    m = _HEAD_ASSIGN_RE.match(text)
+    if m:
+        group = "qval" if m.group("q") else "val"
+        start, end = m.span(group)
+        if not text[start:end].endswith(MASK):
+            return text[:start] + MASK + text[end:]
+    return text
+
+
+def redact_cut(text: str) -> str:
+    """:func:`redact` for a tail that may start in the middle of a line (also masks its head)."""
+    if not isinstance(text, str) or not text or not redaction_enabled():
+        return text
+    return _mask_head(_redact_text(text))
+
+
 def redact(text: str) -> str:
     """Mask secrets in ``text`` (returned unchanged when redaction is off or not a str)."""
     if not isinstance(text, str) or not text or not redaction_enabled():
@@ -229,7 +274,13 @@ def _walk(obj: Any) -> Any:
     if isinstance(obj, str):
         return _redact_text(obj) if obj else obj
     if isinstance(obj, dict):
-        return {k: _walk(v) for k, v in obj.items()}
+        out = {k: _walk(v) for k, v in obj.items()}
+        if "total_lines" not in out:  # read_log output is whole lines; tails are not
+            for key in _CUT_KEYS:
+                value = out.get(key)
+                if isinstance(value, str) and len(obj[key]) in _CUT_LENGTHS:
+                    out[key] = _mask_head(value)
+        return out
     if isinstance(obj, list):
         return [_walk(v) for v in obj]
     if isinstance(obj, tuple):

@@ -113,3 +113,29 @@ def test_fast_on_a_megabyte():
     start = time.perf_counter()
     assert redact(plain) == plain
     assert time.perf_counter() - start < 0.5
+
+
+def _cut(head, n):
+    """A tail of exactly n characters (what the registry returns when it cut the output) starting with head."""
+    body = head + "\nline two\n"
+    return body + "x" * (n - len(body))
+
+
+@pytest.mark.parametrize("key, n", [("output_preview", 200), ("output_preview", 1000), ("output", 2000)])
+def test_tail_cut_inside_a_secret(key, n):
+    for head, leaked in (("EN=hunter2hunter2 rest", "hunter2"), (GHP[3:] + " in use", GHP[3:]),
+                         (("A" * 48 + "\n") * 2 + "B" * 10, "AAAAAAAAAAAAAAAA")):
+        text = _cut(head, n)
+        assert len(text) == n
+        out = redact_obj({"status": "running", key: text})[key]
+        assert leaked not in out and "***" in out, (head, out[:80])
+        assert out.endswith("x" * 20)
+
+
+def test_whole_lines_and_short_texts_keep_their_head():
+    text = _cut("EN=hunter2 rest", 2000)
+    assert redact_obj({"output": text, "total_lines": 3})["output"] == text  # read_log: whole lines
+    short = "EN=hunter2 rest\nok"
+    assert redact_obj({"output": short})["output"] == short  # not cut: the head is a whole line
+    plain = _cut("compiling module core", 200)
+    assert redact_obj({"output_preview": plain})["output_preview"] == plain
