@@ -246,6 +246,20 @@ def _mask_head(text: str) -> str:
     return text
 
 
+# A text cut at its end (list's command, <= 200 chars) may end in the first characters of a
+# token, too short for its full pattern: mask a known prefix followed by anything at the end.
+_TAIL_TOKEN_RE = re.compile(
+    r"(?<![A-Za-z0-9_-])(?P<tok>(?:" + "|".join(re.escape(p) for p in _HINT_PREFIXES) + r")[A-Za-z0-9_.-]*)\Z"
+)
+
+
+def _mask_tail(text: str) -> str:
+    m = _TAIL_TOKEN_RE.search(text, max(0, len(text) - 200))
+    if m and not m.group("tok").endswith(MASK):
+        return text[:m.start("tok")] + _hint(m.group("tok") + "x")
+    return text
+
+
 def redact_cut(text: str) -> str:
     """:func:`redact` for a tail that may start in the middle of a line (also masks its head)."""
     if not isinstance(text, str) or not text or not redaction_enabled():
@@ -280,6 +294,9 @@ def _walk(obj: Any) -> Any:
                 value = out.get(key)
                 if isinstance(value, str) and len(obj[key]) in _CUT_LENGTHS:
                     out[key] = _mask_head(value)
+            command = out.get("command")
+            if isinstance(command, str) and len(obj["command"]) == 200:  # list cuts commands at 200
+                out["command"] = _mask_tail(command)
         return out
     if isinstance(obj, list):
         return [_walk(v) for v in obj]

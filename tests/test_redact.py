@@ -139,3 +139,12 @@ def test_whole_lines_and_short_texts_keep_their_head():
     assert redact_obj({"output": short})["output"] == short  # not cut: the head is a whole line
     plain = _cut("compiling module core", 200)
     assert redact_obj({"output_preview": plain})["output_preview"] == plain
+
+
+def test_command_cut_at_200_inside_a_token():
+    command = "x" * 180 + " --token " + GHP  # list shows the first 200 characters
+    row = {"session_id": "proc_0123456789ab", "command": command[:200]}
+    out = redact_obj(row)["command"]
+    assert GHP[:12] not in out and out.endswith("ghp_...***")
+    whole = {"command": "y" * 200}
+    assert redact_obj(whole) == whole
