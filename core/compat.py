@@ -18,7 +18,9 @@ Methods and what they return:
 ==========================================================  ===========================================
 ``spawn_local(command, cwd=None, task_id="",               a :class:`ProcessSession` (``.id``, ``.pid``,
 session_key="", env_vars=None, use_pty=False, **extra)``    ``.command``, ``.cwd``, ``.task_id``,
-                                                            ``.session_key``, ``.started_at``, live
+                                                            ``.session_key``, ``.started_at``,
+                                                            ``.notify_on_complete``,
+                                                            ``.watch_patterns``, live
                                                             ``.exited``, ``.exit_code``,
                                                             ``.completion_reason``, ``.output_buffer``);
                                                             raises ``RuntimeError`` if it cannot start
@@ -86,6 +88,8 @@ class ProcessSession:
         self.name: str = info.get("name") or ""
         self.task_id: str = info.get("task_id") or ""
         self.session_key: str = info.get("session_key") or ""
+        self.notify_on_complete: bool = bool(info.get("notify_on_complete", False))
+        self.watch_patterns: list[str] = list(info.get("watch_patterns") or [])
         started = info.get("started_at")
         self.started_at: float = started if isinstance(started, (int, float)) else _iso_to_epoch(started)
 
@@ -241,7 +245,8 @@ class HermesProcessRegistry:
         if not isinstance(result, dict) or result.get("status") != "running":
             error = result.get("error") if isinstance(result, dict) else result
             raise RuntimeError(f"could not start {command!r}: {error}")
-        info = {**result, "task_id": task_id or "", "session_key": session_key or "", "started_at": time.time()}
+        info = {**result, "task_id": task_id or "", "session_key": session_key or "", "started_at": time.time(),
+                "notify_on_complete": kwargs["notify_on_complete"], "watch_patterns": kwargs.get("watch_patterns")}
         return ProcessSession(self, info)
 
     # ---- queries -------------------------------------------------------------------------

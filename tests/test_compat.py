@@ -28,7 +28,7 @@ def test_spawn_local_session_object(hermes, tmp_path):
     assert isinstance(session, ProcessSession)
     assert session.id.startswith("proc_") and isinstance(session.pid, int) and session.pid > 0
     assert session.command.startswith("echo hi") and session.cwd == str(tmp_path)
-    assert session.task_id == "t1" and session.session_key == "chat-1"
+    assert session.task_id == "t1" and session.session_key == "chat-1" and session.notify_on_complete is True
     assert abs(session.started_at - time.time()) < 10
     assert session.exited is False and session.exit_code is None
     done = hermes.wait(session.id, timeout=10)
