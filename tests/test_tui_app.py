@@ -399,6 +399,10 @@ async def test_help_screen_and_footer(registry):
         shown = console.export_text()
         for key in ("kill", "signal", "new job", "Ctrl", "End", "search"):
             assert key.lower() in shown.lower(), key
+        # snapshots keep arriving while a dialog is open
+        table = app.screen_stack[0].query_one(JobsTable)
+        sid = spawn(registry, "sleep 30", name="while-help")
+        await until(pilot, lambda: sid in table.rows_by_id, what="table updated under the dialog")
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
 

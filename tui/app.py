@@ -143,17 +143,22 @@ class HermesApp(App):
             yield InputBar(id="input")
         yield Footer(show_command_palette=False)
 
+    def _q(self, selector, expect=None):
+        """Query the main screen (``App.query_one`` looks at the top screen: a dialog)."""
+        screen = self.screen_stack[0] if self.screen_stack else self.screen
+        return screen.query_one(selector, expect) if expect is not None else screen.query_one(selector)
+
     @property
     def table(self) -> JobsTable:
-        return self.query_one(JobsTable)
+        return self._q(JobsTable)
 
     @property
     def log_pane(self) -> LogPane:
-        return self.query_one(LogPane)
+        return self._q(LogPane)
 
     @property
     def input_bar(self) -> InputBar:
-        return self.query_one(InputBar)
+        return self._q(InputBar)
 
     def on_mount(self) -> None:
         self._update_topbar()
@@ -226,11 +231,11 @@ class HermesApp(App):
             text.append("  search:", style="dim")
             text.append(self.table.search, style="bold yellow")
         text.append(f"  {_short_home(self.registry.home)}", style="dim")
-        update_if_changed(self.query_one("#topbar", Static), text)
+        update_if_changed(self._q("#topbar", Static), text)
 
     def _update_detail_title(self) -> None:
         row = self.current_row()
-        widget = self.query_one("#detail-title", Static)
+        widget = self._q("#detail-title", Static)
         if row is None:
             update_if_changed(widget, Text("no job selected · n starts one", style="dim"))
             self._show_input(False)
@@ -320,13 +325,13 @@ class HermesApp(App):
         pane = TerminalPane(self.registry, row.session_id, id="terminal")
         self.terminal = pane
         self.log_pane.display = False
-        self.query_one("#log-find", Input).remove_class("shown")
-        hint = self.query_one("#term-hint", Static)
+        self._q("#log-find", Input).remove_class("shown")
+        hint = self._q("#term-hint", Static)
         hint.update(Text.assemble(("Terminal: ", "bold"), "keys go to the job · ",
                                   ("Ctrl-]", "bold"), " back to the table · ",
                                   ("Ctrl-T", "bold"), " full screen"))
         hint.add_class("shown")
-        self.query_one("#detail", Vertical).mount(pane, before=self.log_pane)
+        self._q("#detail", Vertical).mount(pane, before=self.log_pane)
         pane.focus()
         self._update_detail_title()
 
@@ -334,7 +339,7 @@ class HermesApp(App):
         pane, self.terminal = self.terminal, None
         if pane is not None:
             pane.remove()
-        self.query_one("#term-hint", Static).remove_class("shown")
+        self._q("#term-hint", Static).remove_class("shown")
         self.log_pane.display = True
         if refocus:
             self.table.focus()
@@ -508,7 +513,7 @@ class HermesApp(App):
         self._update_topbar()
 
     def action_search_jobs(self) -> None:
-        box = self.query_one("#job-search", Input)
+        box = self._q("#job-search", Input)
         box.add_class("shown")
         box.focus()
 
@@ -544,7 +549,7 @@ class HermesApp(App):
     def action_find_in_log(self) -> None:
         if self.terminal is not None:
             self._close_terminal(refocus=False)
-        box = self.query_one("#log-find", Input)
+        box = self._q("#log-find", Input)
         box.add_class("shown")
         box.focus()
 
@@ -553,21 +558,21 @@ class HermesApp(App):
         self.log_pane.search(event.value, forward=True)
 
     def on_key(self, event) -> None:
-        box = self.query_one("#log-find", Input)
+        box = self._q("#log-find", Input)
         if self.focused is box and event.key in ("up", "down") and box.value:
             event.stop()
             event.prevent_default()
             self.log_pane.search(box.value, forward=event.key == "down")
 
     def action_find_next(self) -> None:
-        self.log_pane.search(self.query_one("#log-find", Input).value or self.log_pane.query, True)
+        self.log_pane.search(self._q("#log-find", Input).value or self.log_pane.query, True)
 
     def action_find_previous(self) -> None:
-        self.log_pane.search(self.query_one("#log-find", Input).value or self.log_pane.query, False)
+        self.log_pane.search(self._q("#log-find", Input).value or self.log_pane.query, False)
 
     def action_escape(self) -> None:
-        search = self.query_one("#job-search", Input)
-        find = self.query_one("#log-find", Input)
+        search = self._q("#job-search", Input)
+        find = self._q("#log-find", Input)
         if self.focused is search:
             search.value = ""
             search.remove_class("shown")

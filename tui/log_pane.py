@@ -29,7 +29,7 @@ import queue
 import re
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +134,7 @@ class LogReader(threading.Thread):
 
     FLOOD_BACKLOG = 8 << 20  # more unindexed bytes than this while following: tail-only mode
     FLOOD_RATE = 16 << 20  # bytes/s: faster than this while following, tail-only mode
+    CALM_RATE = 1 << 20  # bytes/s: slower than this, a big backlog gets indexed
     TAIL_BYTES = 256 << 10
 
     def __init__(self, pane: "LogPane", jobdir: Path, generation: int, running: bool = True) -> None:
@@ -147,7 +148,9 @@ class LogReader(threading.Thread):
         self._wake = threading.Event()
         self._stop_ev = threading.Event()
         self.index: logstore.LineIndex | None = None
-        self._rate_mark: tuple[float, int] | None = None
+        self._marks: deque[tuple[float, int]] = deque()
+        self._rate = 0.0
+        self._retry_at = 0.0
         self._last_post: tuple | None = None
         self._last_size = -1
 
@@ -180,6 +183,10 @@ class LogReader(threading.Thread):
         req = self._req or _Request(0, 50, True)
         tail = self._tail_lines(max(req.count, 1))
         self._post(LogPane.Lines(self.generation, 0, tail, len(tail), True, True))
+        # measure how fast the log grows before deciding to index it (a flood is never indexed
+        # while the view follows it)
+        self._growth_rate()
+        self._wake.wait(0.1)
         quiet_since = time.monotonic()
         tick = 0.05
         serve = True
@@ -235,32 +242,45 @@ class LogReader(threading.Thread):
             want *= 4
 
     def _growth_rate(self) -> float:
-        """Bytes per second the log grew since the last call."""
+        """Bytes per second the log grew over about the last second (0 when unknown)."""
         now = time.monotonic()
         try:
             end = logstore.total_bytes(self.jobdir)
         except Exception:
-            return 0.0
-        last = self._rate_mark
-        self._rate_mark = (now, end)
-        if last is None or now <= last[0]:
-            return 0.0
-        return (end - last[1]) / (now - last[0])
+            return self._rate
+        marks = self._marks
+        if marks and end < marks[-1][1]:
+            end = marks[-1][1]  # a read in the middle of a rotation: absolute offsets never go back
+        marks.append((now, end))
+        while len(marks) > 2 and now - marks[1][0] >= 1.0:
+            marks.popleft()
+        first = marks[0]
+        if now - first[0] >= 0.05:
+            self._rate = (end - first[1]) / (now - first[0])
+        return self._rate
 
     def _serve(self) -> None:
         req = self._req or _Request(0, 50, True)
-        flooding = self._growth_rate() > self.FLOOD_RATE
+        rate = self._growth_rate()
         idx = self.index
-        if req.follow and (flooding or (idx is not None and logstore.total_bytes(self.jobdir) - idx.end_offset > self.FLOOD_BACKLOG)):
-            # flooding: show the last screenful without indexing every byte
-            self._serve_tail(req)
+        if req.follow:
+            try:
+                backlog = logstore.total_bytes(self.jobdir) - (idx.end_offset if idx else 0)
+            except Exception:
+                backlog = 0
+            if rate > self.FLOOD_RATE or (backlog > self.FLOOD_BACKLOG and rate > self.CALM_RATE):
+                # flooding: show the last screenful without indexing every byte
+                self._serve_tail(req)
+                return
+        if time.monotonic() < self._retry_at:
             return
         try:
             if idx is None:
                 idx = self.index = logstore.LineIndex(self.jobdir)  # a big log is scanned here
             else:
                 idx.refresh()
-        except RuntimeError:  # the log rotates faster than it can be indexed
+        except RuntimeError:  # the log rotates faster than it can be indexed: wait a little
+            self._retry_at = time.monotonic() + 1.0
             if req.follow:
                 self._serve_tail(req)
             return
