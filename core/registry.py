@@ -124,8 +124,9 @@ class ProcessRegistry:
 
     def _reap_supervisors(self, new: subprocess.Popen) -> None:
         """Collect supervisors started here that have finished (they are our children)."""
-        self._supervisors = [p for p in self._supervisors if p.poll() is None]
-        self._supervisors.append(new)
+        with self._rows_lock:
+            self._supervisors = [p for p in self._supervisors if p.poll() is None]
+            self._supervisors.append(new)
 
     def _spawn_meta(self, command, cwd, env, pty, name, task_id, session_key, notify, watch, rows, cols,
                     max_runtime) -> dict:
