@@ -84,7 +84,7 @@ class ProcessRegistry:
         self._last_prune = 0.0
         self._supervisors: list[subprocess.Popen] = []
         self._rows: dict[str, tuple] = {}
-        self._rows_lock = threading.Lock()
+        self._lock = threading.Lock()
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -124,7 +124,7 @@ class ProcessRegistry:
 
     def _reap_supervisors(self, new: subprocess.Popen) -> None:
         """Collect supervisors started here that have finished (they are our children)."""
-        with self._rows_lock:
+        with self._lock:
             self._supervisors = [p for p in self._supervisors if p.poll() is None]
             self._supervisors.append(new)
 
@@ -197,7 +197,7 @@ class ProcessRegistry:
     def list(self, task_id=None, session_key=None) -> list[dict]:
         rows = []
         ids = list_job_ids(self.jobs_dir)
-        with self._rows_lock:
+        with self._lock:
             for gone in self._rows.keys() - set(ids):
                 del self._rows[gone]
         for session_id in ids:
@@ -227,7 +227,7 @@ class ProcessRegistry:
         row["command"] = row["command"][:200]
         row["_sort"] = job.started_at
         if job.exit is not None and not job.supervisor_alive:
-            with self._rows_lock:
+            with self._lock:
                 self._rows[session_id] = (stamp, row)
         return row
 
