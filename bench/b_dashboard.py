@@ -191,10 +191,10 @@ def idle_flood_memory(cfg: Config) -> list[Row]:
                 tms.append(mtm)
             # (a) idle: alternate windows while both sit idle
             a_h, a_m = [], []
-            for i in range(runs):
-                a_h.append(cpu_window(app, window))
+            for i in range(runs):  # idle figures are small: 2 s windows (CPU ticks are 10 ms)
+                a_h.append(cpu_window(app, 2 * window))
                 if mp:
-                    a_m.append(cpu_window(mp, window))
+                    a_m.append(cpu_window(mp, 2 * window))
             rss_before = app.memory_info().rss / MB
             rows.append(Row("6a dashboard idle CPU, 10 quiet jobs", "% core", a_h,
                             "mprocs, 10 quiet" if mp else "", a_m, "< 2 %", _med(a_h) < 2,
@@ -372,8 +372,8 @@ def many_jobs(cfg: Config) -> list[Row]:
                 tms.append(tm)
                 apps[n] = (tm, app)
             window = 2.0 if cfg.full else 1.0
-            c200, c10 = interleave(cfg.runs, lambda: cpu_window(apps[200][1], window),
-                                   lambda: cpu_window(apps[10][1], window), warmup=0)
+            c200, c10 = interleave(cfg.runs, lambda: cpu_window(apps[200][1], 2 * window),
+                                   lambda: cpu_window(apps[10][1], 2 * window), warmup=0)
             k = [0]
 
             def appear(n):
