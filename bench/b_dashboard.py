@@ -195,6 +195,7 @@ def idle_flood_memory(cfg: Config) -> list[Row]:
                 a_h.append(cpu_window(app, 2 * window))
                 if mp:
                     a_m.append(cpu_window(mp, 2 * window))
+            l_idle = [key_to_paint(tm) for _ in range(runs)]
             rss_before = app.memory_info().rss / MB
             rows.append(Row("6a dashboard idle CPU, 10 quiet jobs", "% core", a_h,
                             "mprocs, 10 quiet" if mp else "", a_m, "< 2 %", _med(a_h) < 2,
@@ -252,6 +253,8 @@ def idle_flood_memory(cfg: Config) -> list[Row]:
                             "mprocs, same flood" if mflood else "", b_m, "< 50 %", _med(b_h) < 50, note=note))
             rows.append(Row("6b dashboard CPU vs tmux server, flood", "% core", b_h, "tmux server", b_t, "info",
                             None))
+            rows.append(Row("6b keypress-to-paint, idle (10 quiet jobs)", "ms", l_idle, "tmux pane echo (floor)", l_t,
+                            "info", None, note="Textual's own key-to-frame time"))
             rows.append(Row("6b keypress-to-paint during flood", "ms", l_h, "tmux pane echo (floor)", l_t,
                             "< 100 ms", _med(l_h) < 100,
                             note="send-keys 'o' until the top bar changes; capture-pane polled every 2 ms"))
