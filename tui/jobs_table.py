@@ -31,8 +31,10 @@ def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
     s = int(seconds)
-    if s < 60:
+    if s < 10:
         return f"{s}s"
+    if s < 60:
+        return f"{s - s % 5}s"  # 5 s steps: a quiet row changes every 5 s, not every second
     if s < 3600:
         return f"{s // 60}m"
     if s < 86400:

@@ -112,10 +112,6 @@ def render_raw_line(raw: bytes) -> Text:
     text = AnsiDecoder().decode_line(s)
     text.expand_tabs(8)
     text.no_wrap = True
-    # a job cannot smuggle links or meta through SGR, but be explicit
-    for span in text.spans:
-        if isinstance(span.style, Style) and span.style.link:
-            span.style._link = None  # pragma: no cover - never produced without OSC 8
     return text
 
 

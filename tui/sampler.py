@@ -156,6 +156,8 @@ def status_label(job: dict[str, Any]) -> str:
     status = job.get("status")
     if status == "running":
         return "running"
+    if status != "exited":
+        return str(status or "unknown")  # e.g. "corrupt"
     reason = job.get("completion_reason") or "exited"
     if reason == "exited":
         code = job.get("exit_code")
@@ -225,6 +227,8 @@ class Sampler(threading.Thread):
             super().__init__()
             self.data = data
 
+    TREE_RESCAN = 5.0  # seconds between full /proc scans for job descendants
+
     def __init__(
         self,
         registry: Any,
@@ -245,6 +249,9 @@ class Sampler(threading.Thread):
         self._stop = threading.Event()
         self._procs = _ProcCache()
         self._events_primed = False
+        self._children: dict[int, list[int]] = {}
+        self._children_at = float("-inf")
+        self._scanned_pids: set[int] = set()
 
     # control (any thread)
     def poke(self) -> None:
@@ -285,7 +292,7 @@ class Sampler(threading.Thread):
             error = (jobs or {}).get("error", "listing jobs failed") if isinstance(jobs, dict) else "listing jobs failed"
             jobs = []
         running = [j for j in jobs if j.get("status") == "running" and j.get("pid")]
-        children = _children_map() if running else {}
+        children = self._children_for(running)
         rows: list[JobRow] = []
         keep: set[int] = set()
         for order, job in enumerate(jobs):
@@ -317,6 +324,19 @@ class Sampler(threading.Thread):
             events=events,
             error=error,
         )
+
+    def _children_for(self, running: list[dict[str, Any]]) -> dict[int, list[int]]:
+        """The ppid -> children map; the /proc scan (the costliest part of a sample) is redone
+        every few seconds, or at once when a job root it has not seen appears."""
+        if not running:
+            return {}
+        now = time.monotonic()
+        roots = {int(j["pid"]) for j in running}
+        if now - self._children_at > self.TREE_RESCAN or not roots <= self._scanned_pids:
+            self._children = _children_map()
+            self._children_at = now
+            self._scanned_pids = {pid for kids in self._children.values() for pid in kids}
+        return self._children
 
     def _row(self, job: dict[str, Any], now: float, children: dict[int, list[int]], keep: set[int],
              order: int = 0) -> JobRow:
