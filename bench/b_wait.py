@@ -83,7 +83,7 @@ def run(cfg: Config) -> list[Row]:
     with temp_home() as home:
         reg = ProcessRegistry(home=home)
         h, hi, p = interleave(cfg.runs, lambda: _hermes(reg, False), lambda: _hermes(reg, True), _popen)
-        q, qp = interleave(cfg.runs * 2, lambda: _quick_job(reg), _popen_quick)
+        q, qp = interleave(cfg.runs, lambda: _quick_job(reg), _popen_quick)
     return [
         Row("4 wait() right after spawn of `true`", "ms", q, "Popen('true').wait()", qp, "< 10 ms", _med(q) < 10,
             note="the job exits while the supervisor starts"),
