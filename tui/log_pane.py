@@ -520,9 +520,24 @@ class LogPane(ScrollView, can_focus=True):
         self._scroll_bottom()
         self._request()
 
+    # no scroll animations: on a big log each animation frame would ask for other lines
     def action_scroll_home(self) -> None:
         self.follow = False
-        super().action_scroll_home()
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)
+
+    def action_scroll_up(self) -> None:
+        self.scroll_to(y=self.scroll_y - 1, animate=False, immediate=True, force=True)
+
+    def action_scroll_down(self) -> None:
+        self.scroll_to(y=self.scroll_y + 1, animate=False, immediate=True, force=True)
+
+    def action_page_up(self) -> None:
+        self.scroll_to(y=self.scroll_y - self.scrollable_content_region.height, animate=False,
+                       immediate=True, force=True)
+
+    def action_page_down(self) -> None:
+        self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False,
+                       immediate=True, force=True)
 
     # --- messages from the reader --------------------------------------------------------
 
