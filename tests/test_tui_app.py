@@ -471,3 +471,54 @@ async def test_closing_the_app_never_stops_jobs(registry, alive):
     pid = registry.poll(sid)["pid"]
     await asyncio.sleep(0.3)
     assert registry.poll(sid)["status"] == "running" and alive(pid)
+
+
+async def test_flood_keeps_keys_responsive_and_repaints_bounded(registry):
+    sid = spawn(registry, "seq 1 1000000000", name="flood")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid, indexed=False)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: pane.updates > 3, what="flood shown")
+        u0, t0 = pane.updates, time.monotonic()
+        table = app.query_one(JobsTable)
+        slowest = 0.0
+        for _ in range(5):
+            before = table.sort_mode
+            k0 = time.monotonic()
+            await pilot.press("o")
+            await until(pilot, lambda: table.sort_mode != before, timeout=2, what="key handled")
+            slowest = max(slowest, time.monotonic() - k0)
+            await pilot.pause(0.3)
+        rate = (pane.updates - u0) / (time.monotonic() - t0)
+        assert rate <= 30, rate
+        assert slowest < 1.0, slowest
+        assert len(pane._strips) <= 600 and len(pane._raw) <= pane.size.height + 2
+        assert pane.follow and pane.total > 1000
+        # scrolling back during the flood pauses on a frozen snapshot; End follows again
+        pane.focus()
+        await until(pilot, lambda: app.focused is pane)
+        for _ in range(20):
+            await pilot.press("pageup")
+            if not pane.follow:
+                break
+            await pilot.pause(0.1)
+        await until(pilot, lambda: pane._snapshot_mode or (not pane._tail_mode and not pane.follow),
+                    what="scrolled back")
+        await until(pilot, lambda: screen_text(app).strip() and all(
+            line.strip().isdigit() for line in screen_text(app).splitlines() if line.strip()),
+            what="lines of the snapshot")
+        shown = [int(x) for x in screen_text(app).split()]
+        assert shown == list(range(shown[0], shown[0] + len(shown)))  # consecutive lines, no gaps
+        await pilot.press("end")
+        await until(pilot, lambda: pane.follow and pane._tail_mode, what="End follows the flood again")
+
+
+async def test_full_attach_key_reports_when_unavailable(registry):
+    sid = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid, indexed=False)
+        await pilot.press("a")  # a headless app cannot suspend: the attach says so
+        await until(pilot, lambda: "Attach" in notes(app), what="attach notification")
+        assert app.is_running and registry.poll(sid)["status"] == "running"

@@ -147,6 +147,8 @@ class LogReader(threading.Thread):
         self._marks: deque[tuple[float, int]] = deque()
         self._rate = 0.0
         self._retry_at = 0.0
+        self._snap: logstore.LineIndex | None = None
+        self._snap_fds: list[int] = []
         self._last_post: tuple | None = None
         self._last_size = -1
 
@@ -171,6 +173,7 @@ class LogReader(threading.Thread):
     def run(self) -> None:
         try:
             self._run()
+            self._drop_snapshot()
         except Exception as exc:  # never take the app down; show it in the pane
             self._post(LogPane.Lines(self.generation, 0, [f"[log reader failed: {exc}]".encode()], 1, True, False))
 
@@ -189,7 +192,7 @@ class LogReader(threading.Thread):
         while not self._stop_ev.is_set():
             if serve:
                 self._serve()
-            if self.index is not None:
+            if self.view_index() is not None:
                 while not self._searches.empty():
                     self._do_search(*self._searches.get())
             self._wake.wait(tick)
@@ -219,14 +222,14 @@ class LogReader(threading.Thread):
                 pass
         return total
 
-    def _tail_lines(self, count: int) -> list[bytes]:
+    def _tail_lines(self, count: int, with_size: bool = False):
         """The last ``count`` raw lines, reading as little of the end of the log as possible."""
         want = max(8 << 10, count * 160)
         while True:
             try:
                 data = logstore.tail_bytes(self.jobdir, want)
             except RuntimeError:  # rotating faster than we can read: next tick
-                return []
+                return ([], 0) if with_size else []
             lines = data.split(b"\n")
             if lines and lines[-1] == b"" and len(lines) > 1:
                 lines.pop()
@@ -234,6 +237,8 @@ class LogReader(threading.Thread):
             if cut and len(lines) > 1:
                 lines = lines[1:]  # the first one is probably cut
             if len(lines) >= count or not cut or want >= self.TAIL_BYTES:
+                if with_size:
+                    return lines[-count:], sum(len(x) + 1 for x in lines)
                 return lines[-count:]
             want *= 4
 
@@ -260,6 +265,7 @@ class LogReader(threading.Thread):
         rate = self._growth_rate()
         idx = self.index
         if req.follow:
+            self._drop_snapshot()
             try:
                 backlog = logstore.total_bytes(self.jobdir) - (idx.end_offset if idx else 0)
             except Exception:
@@ -268,6 +274,12 @@ class LogReader(threading.Thread):
                 # flooding: show the last screenful without indexing every byte
                 self._serve_tail(req)
                 return
+        elif self._snap is not None or rate > self.FLOOD_RATE:
+            # scrolled back during a flood: a frozen snapshot of the log (End follows again)
+            snap = self._snap or self._take_snapshot()
+            if snap is not None:
+                self._serve_index(snap, req, snapshot=True)
+            return
         if time.monotonic() < self._retry_at:
             return
         try:
@@ -279,32 +291,86 @@ class LogReader(threading.Thread):
             self._retry_at = time.monotonic() + 1.0
             if req.follow:
                 self._serve_tail(req)
+            else:
+                snap = self._take_snapshot()
+                if snap is not None:
+                    self._serve_index(snap, req, snapshot=True)
             return
+        self._serve_index(idx, req)
+
+    def _serve_index(self, idx: logstore.LineIndex, req: _Request, snapshot: bool = False) -> None:
         total = idx.line_count
         if req.follow:
             first = max(0, total - req.count)
         else:
             first = max(0, min(req.first, max(0, total - 1)))
-        key = ("index", first, req.count, total, idx.end_offset, idx.dropped_bytes)
+        key = ("index", snapshot, first, req.count, total, idx.end_offset, idx.dropped_bytes)
         if key == self._last_post:
             return
         self._last_post = key
         lines = idx.read_raw_lines(first, req.count, max_bytes=256 << 10)
         self._post(LogPane.Lines(self.generation, first, lines, total, req.follow, False,
-                                 dropped=idx.dropped_bytes))
+                                 dropped=idx.dropped_bytes, snapshot=snapshot))
+
+    def _take_snapshot(self) -> logstore.LineIndex | None:
+        """Index the log's segments as they are now, through open descriptors, so a rotation
+        cannot pull them away (a frozen view while the job floods)."""
+        for _ in range(3):
+            base = logstore.dropped_bytes(self.jobdir)
+            fds: list[int] = []
+            for name in (logstore.OLD_LOG_NAME, logstore.LOG_NAME):
+                try:
+                    fds.append(os.open(self.jobdir / name, os.O_RDONLY | os.O_CLOEXEC))
+                except OSError:
+                    pass
+            if logstore.dropped_bytes(self.jobdir) == base and fds:
+                try:
+                    snap = logstore.LineIndex([f"/proc/self/fd/{fd}" for fd in fds], base=base)
+                except Exception:
+                    snap = None
+                if snap is not None:
+                    self._snap, self._snap_fds = snap, fds
+                    return snap
+            for fd in fds:
+                os.close(fd)
+        return None
+
+    def _drop_snapshot(self) -> None:
+        if self._snap is not None:
+            for fd in self._snap_fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self._snap, self._snap_fds = None, []
+
+    def view_index(self) -> logstore.LineIndex | None:
+        """The index lines are served from: the frozen snapshot, else the live index."""
+        return self._snap if self._snap is not None else self.index
 
     def _serve_tail(self, req: _Request) -> None:
-        lines = self._tail_lines(req.count)
+        lines, nbytes = self._tail_lines(req.count, with_size=True)
         known = self.index.line_count if self.index is not None else 0
-        key = ("tail", req.count, len(lines), lines[-1] if lines else b"", known)
+        # how many lines the retained log holds, estimated from the tail's line length, so
+        # the scrollbar means something and the user can scroll back (to a snapshot)
+        estimate = known
+        if lines:
+            try:
+                retained = logstore.total_bytes(self.jobdir) - logstore.dropped_bytes(self.jobdir)
+            except Exception:
+                retained = 0
+            avg = max(1.0, nbytes / max(1, len(lines)))
+            estimate = max(known, int(retained / avg), len(lines))
+        key = ("tail", req.count, len(lines), lines[-1] if lines else b"", estimate)
         if lines and key != self._last_post:
             self._last_post = key
-            self._post(LogPane.Lines(self.generation, known, lines, known, True, True))
+            self._post(LogPane.Lines(self.generation, estimate - len(lines), lines, estimate, True, True))
 
     def _do_search(self, query: str, from_line: int, forward: bool) -> None:
-        idx = self.index
+        idx = self.view_index()
         assert idx is not None
-        idx.refresh()
+        if idx is self.index:
+            idx.refresh()
         needle = query.lower().encode("utf-8", "replace")
         total = idx.line_count
         found = None
@@ -346,12 +412,12 @@ class LogReader(threading.Thread):
         self._post(LogPane.SearchDone(self.generation, query, found, forward))
 
     def _line_matches(self, line: int, query: str) -> bool:
-        raw = self.index.read_raw_lines(line, 1, max_bytes=1 << 20)  # type: ignore[union-attr]
+        raw = self.view_index().read_raw_lines(line, 1, max_bytes=1 << 20)  # type: ignore[union-attr]
         return bool(raw) and query.lower() in render_raw_line(raw[0]).plain.lower()
 
     def _line_of(self, offset: int) -> int:
         """Line number holding absolute byte ``offset`` (binary search on the index)."""
-        idx = self.index
+        idx = self.view_index()
         assert idx is not None
         lo, hi = 0, idx.line_count - 1
         while lo < hi:
@@ -390,8 +456,9 @@ class LogPane(ScrollView, can_focus=True):
         """Raw lines ``first ..`` of the log (from the reader thread)."""
 
         def __init__(self, generation: int, first: int, lines: list[bytes], total: int,
-                     follow: bool, tail: bool, dropped: int = 0) -> None:
+                     follow: bool, tail: bool, dropped: int = 0, snapshot: bool = False) -> None:
             super().__init__()
+            self.snapshot = snapshot
             self.generation = generation
             self.first = first
             self.lines = lines
@@ -425,6 +492,7 @@ class LogPane(ScrollView, can_focus=True):
         self.first = 0
         self._raw: list[bytes] = []
         self._tail_mode = False
+        self._snapshot_mode = False
         self._strips: OrderedDict[tuple[bytes, bool], Strip] = OrderedDict()
         self._max_width = 0
         self._programmatic = 0
@@ -447,6 +515,8 @@ class LogPane(ScrollView, can_focus=True):
         self._strips.clear()
         self._max_width = 0
         self.match_line = None
+        self._snapshot_mode = False
+        self._tail_mode = False
         self.follow = True
         self._set_virtual(0)
         if session_id and jobdir is not None:
@@ -547,6 +617,10 @@ class LogPane(ScrollView, can_focus=True):
         if msg.generation != self.generation:
             return
         self.updates += 1
+        if msg.snapshot != self._snapshot_mode:
+            self._snapshot_mode = msg.snapshot
+            if msg.snapshot:
+                self.post_message(self.Status(self, "paused on a snapshot (the job floods; End follows)"))
         self._tail_mode = msg.tail
         self.first = msg.first
         self._raw = msg.lines
