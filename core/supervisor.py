@@ -14,6 +14,7 @@ import struct
 import termios
 
 PROTOCOL_VERSION = 1
+PIPE_SIZE = 1 << 20
 
 
 def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
@@ -26,6 +27,10 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: in
     else:
         out_r, out_w = os.pipe()
         in_r, in_w = os.pipe()
+        try:
+            fcntl.fcntl(out_w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ: fewer, larger reads; the job blocks less
+        except OSError:
+            pass
         out_fd, in_fd = out_r, in_w
         child_fds = (in_r, out_w, out_w)
     pid = os.fork()

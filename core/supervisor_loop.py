@@ -19,6 +19,7 @@ import time
 import proctree
 
 LOG = "output.log"
+READ_SIZE = 1 << 20
 MAX_PENDING_STDIN = 1 << 20
 MAX_CLIENT_BACKLOG = 4 << 20
 MAX_LINE = 64 << 10
@@ -183,7 +184,7 @@ class Supervisor:
     # ---- output ------------------------------------------------------------------------
     def _read_output(self) -> bool:
         try:
-            data = os.read(self.out_fd, 65536)
+            data = os.read(self.out_fd, READ_SIZE)
         except BlockingIOError:
             return False
         except OSError:  # EIO: every holder of the PTY's other side has gone
