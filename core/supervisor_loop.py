@@ -197,10 +197,7 @@ class Supervisor:
 
     def _append(self, data: bytes) -> None:
         try:
-            if self.log_size >= self.cap // 2:
-                self._rotate()
-            os.write(self.log_fd, data)
-            self.log_size += len(data)
+            self._write_log(data)
         except OSError as exc:  # disk full or gone: keep the job and the live stream going
             self.log_errors += 1
             if self.log_errors == 1:
@@ -213,6 +210,17 @@ class Supervisor:
             self._answer_queries(data)
         if self.watch and self.exit is None:
             self._scan_watch(data)
+
+    def _write_log(self, data: bytes) -> None:
+        """Append to the log; each segment holds at most half the cap, so the newest output stays."""
+        view = memoryview(data)
+        half = max(1, self.cap // 2)
+        while view:
+            if self.log_size >= half:
+                self._rotate()
+            written = os.write(self.log_fd, view[:half - self.log_size])
+            self.log_size += written
+            view = view[written:]
 
     def _rotate(self) -> None:
         try:
