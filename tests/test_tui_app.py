@@ -522,3 +522,21 @@ async def test_full_attach_key_reports_when_unavailable(registry):
         await pilot.press("a")  # a headless app cannot suspend: the attach says so
         await until(pilot, lambda: "Attach" in notes(app), what="attach notification")
         assert app.is_running and registry.poll(sid)["status"] == "running"
+
+
+async def test_a_corrupt_job_folder_does_not_break_the_table(registry, home):
+    good = spawn(registry, "sleep 30", name="good")
+    bad = home / "jobs" / "proc_0123456789ab"
+    bad.mkdir(mode=0o700)
+    (bad / "meta.json").write_text("{not json")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: good in table.rows_by_id and "proc_0123456789ab" in table.rows_by_id)
+        assert table.rows_by_id["proc_0123456789ab"].label == "corrupt"
+        await select(pilot, app, "proc_0123456789ab", indexed=False)
+        await pilot.press("k")  # the dialog opens; the core answers with an error, nothing crashes
+        await until(pilot, lambda: isinstance(app.screen, KillScreen))
+        await pilot.press("y")
+        await pilot.pause(0.5)
+        assert app.is_running
