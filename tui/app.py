@@ -128,6 +128,7 @@ class HermesApp(App):
         self._statuses: dict[str, str] = {}
         self._pending_select: str | None = None
         self._log_status = "following"
+        self.home_label: str | None = None  # shown instead of the home's path (screenshots)
 
     # --- layout -----------------------------------------------------------------------
 
@@ -230,7 +231,7 @@ class HermesApp(App):
         if self.table.search:
             text.append("  search:", style="dim")
             text.append(self.table.search, style="bold yellow")
-        text.append(f"  {_short_home(self.registry.home)}", style="dim")
+        text.append(f"  {self.home_label or _short_home(self.registry.home)}", style="dim")
         update_if_changed(self._q("#topbar", Static), text)
 
     def _update_detail_title(self) -> None:

@@ -44,6 +44,7 @@ def _id_by_name(reg: ProcessRegistry, name: str) -> str:
 async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
     shots: list[Path] = []
     app = HermesApp(reg, sample_interval=0.5)
+    app.home_label = "~/.hermes/procs"  # not the temporary home's path
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(JobsTable)
         await _until(pilot, lambda: len(table.rows_by_id) >= 5)
