@@ -115,6 +115,7 @@ class JobsTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kwargs)
         self.rows_by_id: dict[str, JobRow] = {}
         self._cells: dict[str, tuple] = {}
+        self._rows_shown: dict[str, JobRow] = {}
         self.sort_mode = "newest"
         self.show_finished = True
         self.search = ""
@@ -194,8 +195,12 @@ class JobsTable(DataTable):
             if sid not in wanted:
                 self.remove_row(sid)
                 del self._cells[sid]
+                self._rows_shown.pop(sid, None)
                 changed_order = True
         for sid, row in wanted.items():
+            if sid in self._cells and self._rows_shown.get(sid) == row:
+                continue  # nothing about this job changed (most finished jobs)
+            self._rows_shown[sid] = row
             cells = self._cells_for(row, now)
             old = self._cells.get(sid)
             if old is None:

@@ -249,6 +249,9 @@ class Sampler(threading.Thread):
         self._stop = threading.Event()
         self._procs = _ProcCache()
         self._events_primed = False
+        self._last_list: list[dict[str, Any]] | None = None
+        self._last_stamp: int | None = None
+        self._last_list_at = 0.0
         self._children: dict[int, list[int]] = {}
         self._children_at = float("-inf")
         self._scanned_pids: set[int] = set()
@@ -284,7 +287,7 @@ class Sampler(threading.Thread):
         selected = self.selected
         error = None
         try:
-            jobs = self.registry.list()
+            jobs = self._list()
         except Exception as exc:  # the core must not take the dashboard down
             jobs = []
             error = f"listing jobs failed: {exc}"
@@ -324,6 +327,23 @@ class Sampler(threading.Thread):
             events=events,
             error=error,
         )
+
+    def _list(self) -> list[dict[str, Any]]:
+        """``registry.list()``, skipped while nothing can have changed: no job was running at
+        the last sample and the jobs folder (where a new job appears) is untouched."""
+        jobs_dir = getattr(self.registry, "jobs_dir", None)
+        try:
+            stamp = os.stat(jobs_dir).st_mtime_ns if jobs_dir is not None else None
+        except OSError:
+            stamp = None
+        last = self._last_list
+        if (stamp is not None and last is not None and stamp == self._last_stamp
+                and time.monotonic() - self._last_list_at < 30
+                and not any(j.get("status") == "running" for j in last)):
+            return last
+        jobs = self.registry.list()
+        self._last_list, self._last_stamp, self._last_list_at = jobs, stamp, time.monotonic()
+        return jobs
 
     def _children_for(self, running: list[dict[str, Any]]) -> dict[int, list[int]]:
         """The ppid -> children map; the /proc scan (the costliest part of a sample) is redone
