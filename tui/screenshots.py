@@ -1,4 +1,4 @@
-"""Regenerate the dashboard screenshots (SVG) in ``screenshots/`` from the real app running the
+"""Regenerate the dashboard screenshots (SVG) in ``./screenshots/`` from the real app running the
 demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]``.
 
 Shots: ``dashboard.svg`` (table + log of a build), ``terminal.svg`` (terminal pane with a Python
@@ -108,7 +108,7 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "screenshots"
+    out = Path(argv[0]) if argv else Path("screenshots")  # `make screenshots` runs at the repo root
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="hp-shots-"))
     reg = ProcessRegistry(home=tmp / "home")
