@@ -9,6 +9,8 @@ import socket
 import time
 from pathlib import Path
 
+from . import proctree
+
 VERSION = 1
 
 
@@ -17,7 +19,12 @@ class SupervisorGone(Exception):
 
 
 def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
-    """A connected socket to the job's supervisor, retrying up to `retry_for` s while it starts."""
+    """A connected socket to the job's supervisor, retrying up to `retry_for` s while it starts.
+
+    There is no socket before the supervisor binds it (just after the job starts) and after it
+    removes it (just before it exits); retries stop as soon as the supervisor is known to be
+    finishing (the exit is recorded) or gone.
+    """
     deadline = time.monotonic() + retry_for
     while True:
         address, dirfd = _address(jobdir)
@@ -27,12 +34,23 @@ def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
             return sock
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             sock.close()
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or not _starting(jobdir):
                 raise SupervisorGone(str(exc)) from exc
             time.sleep(0.005)
         finally:
             if dirfd is not None:
                 os.close(dirfd)
+
+
+def _starting(jobdir: Path) -> bool:
+    """True while the supervisor may still bind its socket: alive, and no exit recorded yet."""
+    if (jobdir / "exit.json").exists():
+        return False
+    try:
+        proc = json.loads((jobdir / "proc.json").read_bytes())
+        return proctree.is_alive(int(proc["supervisor_pid"]), int(proc["supervisor_start"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # proc.json not written yet: the supervisor is starting
 
 
 def _address(jobdir: Path) -> tuple[str, int | None]:

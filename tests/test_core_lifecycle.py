@@ -229,3 +229,12 @@ def test_stream_continues_the_log_without_gap_or_repeat(registry):
             live += chunk
     full = (registry.job_dir(job["session_id"]) / "output.log").read_bytes()
     assert before + live == full and full.endswith(b"line-3000\n")
+
+
+def test_wait_right_after_a_quick_job_does_not_stall(registry):
+    # the job can exit before its supervisor has bound the socket: wait must not sit in retries
+    for _ in range(3):
+        job = registry.spawn("true")
+        start = time.monotonic()
+        assert registry.wait(job["session_id"], timeout=10)["status"] == "exited"
+        assert time.monotonic() - start < 1.5
