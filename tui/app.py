@@ -129,6 +129,9 @@ class HermesApp(App):
         self._pending_select: str | None = None
         self._log_status = "following"
         self.home_label: str | None = None  # shown instead of the home's path (screenshots)
+        self._table: JobsTable | None = None
+        self._log_pane: LogPane | None = None
+        self._input_bar: InputBar | None = None
 
     # --- layout -----------------------------------------------------------------------
 
@@ -151,15 +154,21 @@ class HermesApp(App):
 
     @property
     def table(self) -> JobsTable:
-        return self._q(JobsTable)
+        if self._table is None:
+            self._table = self._q(JobsTable)
+        return self._table
 
     @property
     def log_pane(self) -> LogPane:
-        return self._q(LogPane)
+        if self._log_pane is None:
+            self._log_pane = self._q(LogPane)
+        return self._log_pane
 
     @property
     def input_bar(self) -> InputBar:
-        return self._q(InputBar)
+        if self._input_bar is None:
+            self._input_bar = self._q(InputBar)
+        return self._input_bar
 
     def on_mount(self) -> None:
         self._update_topbar()
@@ -180,6 +189,8 @@ class HermesApp(App):
 
     @on(Sampler.Snapshot)
     def _on_snapshot(self, message: Sampler.Snapshot) -> None:
+        if self._exit or not self.screen_stack or not self.table.is_attached:
+            return  # a late snapshot while the app closes
         data = message.data
         first = self.snapshot is None
         self.snapshot = data
