@@ -45,6 +45,14 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def supervisor_gone(registry, session_id: str, timeout: float = 5.0) -> None:
+    """Wait until the job's supervisor has exited (it outlives the exit record by a moment)."""
+    import json
+
+    proc = json.loads((registry.job_dir(session_id) / "proc.json").read_text())
+    wait_until(lambda: not pid_alive(proc["supervisor_pid"]), timeout)
+
+
 @pytest.fixture
 def alive():
     return pid_alive

@@ -1,6 +1,7 @@
 """Bad input and damaged state: clear one-line errors, nothing touched outside the home."""
 
 import pytest
+from conftest import supervisor_gone
 
 from hermes_procs.core import ProcessRegistry
 
@@ -59,6 +60,7 @@ def test_pipe_job_cannot_resize(registry):
 def test_corrupt_folders_do_not_break_listing(registry, home):
     good = registry.spawn("echo fine")
     registry.wait(good["session_id"], timeout=10)
+    supervisor_gone(registry, good["session_id"])
     bad_json = home / "jobs" / "proc_aaaaaaaaaaaa"
     bad_json.mkdir()
     (bad_json / "meta.json").write_text("{not json")

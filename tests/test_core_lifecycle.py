@@ -6,7 +6,7 @@ import stat
 import threading
 import time
 
-from conftest import wait_until
+from conftest import supervisor_gone, wait_until
 
 from hermes_procs.core import ProcessRegistry
 
@@ -202,6 +202,7 @@ def test_prune_keeps_running_and_newest(registry):
     done = [registry.spawn("true") for _ in range(3)]
     for job in done:
         registry.wait(job["session_id"], timeout=10)
+        supervisor_gone(registry, job["session_id"])
     running = registry.spawn("sleep 30")
     result = registry.prune(keep_count=1)
     assert result["pruned"] == 2
