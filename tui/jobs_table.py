@@ -246,7 +246,9 @@ class JobsTable(DataTable):
         if not self.row_count:
             return
         keep = keep or self.current_id()
-        self.sort("id", key=lambda cell: self._sort_key(cell.session_id))
+        desired = sorted(self._cells, key=self._sort_key)
+        if desired != [row.key.value for row in self.ordered_rows]:
+            self.sort("id", key=lambda cell: self._sort_key(cell.session_id))
         if keep and keep in self._cells:
             index = self.get_row_index(keep)
             if index != self.cursor_row:
