@@ -21,14 +21,22 @@ def valid_consumer(name: object) -> bool:
     return isinstance(name, str) and bool(_CONSUMER.fullmatch(name))
 
 
-def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES) -> list[dict]:
-    """Events not yet seen by `consumer`, oldest first; only `types` are returned (None: all)."""
+def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES,
+          only_new: bool = False) -> list[dict]:
+    """Events not yet seen by `consumer`, oldest first; only `types` are returned (None: all).
+
+    A consumer seen for the first time starts at the beginning of the log, or, with `only_new`,
+    at its end (a dashboard that wants the events from now on).
+    """
     cursors = home / "cursors"
     cursors.mkdir(mode=0o700, exist_ok=True)
     fd = os.open(cursors / consumer, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         raw = os.pread(fd, 64, 0).strip()
+        if not raw and only_new:
+            os.pwrite(fd, str(_size(home / "events.jsonl")).encode().ljust(20), 0)
+            return []
         start = int(raw) if raw.isdigit() else 0
         lines, end = _read_from(home / "events.jsonl", start)
         if end != start:
@@ -37,6 +45,31 @@ def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES
         return [e for e in (parse_line(line) for line in lines) if e and (types is None or e.get("type") in types)]
     finally:
         os.close(fd)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def forget(home: Path, consumer: str) -> None:
+    """Drop a consumer's cursor (a dashboard's own consumer, when it closes)."""
+    (home / "cursors" / consumer).unlink(missing_ok=True)
+
+
+def prune_cursors(home: Path, older_than: float) -> int:
+    """Delete cursors not used since `older_than` (epoch seconds); return how many."""
+    removed = 0
+    for path in (home / "cursors").glob("*"):
+        try:
+            if path.stat().st_mtime < older_than:
+                path.unlink()
+                removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def _read_from(path: Path, start: int) -> tuple[list[bytes], int]:

@@ -419,10 +419,21 @@ class ProcessRegistry:
 
     # ---- events and retention ----------------------------------------------------------
     @_safe
-    def drain_events(self, consumer: str = "default", all_types: bool = False) -> list[dict]:
+    def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False) -> list[dict]:
+        self._check_consumer(consumer)
+        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new)
+
+    @_safe
+    def forget_consumer(self, consumer: str) -> dict:
+        """Delete a consumer's cursor: its next drain starts over (or, with only_new, at the end)."""
+        self._check_consumer(consumer)
+        events.forget(self.home, consumer)
+        return {"status": "ok"}
+
+    @staticmethod
+    def _check_consumer(consumer) -> None:
         if not events.valid_consumer(consumer):
             raise BadInput("consumer must be 1-64 characters of letters, digits, _ . @ -")
-        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES)
 
     @_safe
     def prune(self, keep_days=None, keep_count=None) -> dict:

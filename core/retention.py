@@ -7,6 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
+from . import events
 from .jobstate import CorruptJob, load
 from .paths import list_job_ids
 
@@ -43,4 +44,6 @@ def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict:
     doomed = [sid for i, (ended, sid) in enumerate(finished) if i >= count or ended < cutoff]
     for session_id in doomed:
         shutil.rmtree(jobs_dir / session_id, ignore_errors=True)
-    return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed)}
+    cursors = events.prune_cursors(jobs_dir.parent, cutoff)
+    return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed),
+            "pruned_cursors": cursors}

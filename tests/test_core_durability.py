@@ -134,3 +134,15 @@ def test_no_watch_events_after_exit(registry):
     registry.wait(job["session_id"], timeout=10)
     wait_until(lambda: "LATE-ERROR" in registry.read_log(job["session_id"])["output"])
     assert registry.drain_events("after-exit") == []
+
+
+def test_only_new_consumer_starts_at_the_end_and_can_be_forgotten(registry, home):
+    first = registry.spawn("true")
+    registry.wait(first["session_id"], timeout=10)
+    assert registry.drain_events("ui", all_types=True, only_new=True) == []
+    second = registry.spawn("true")
+    registry.wait(second["session_id"], timeout=10)
+    seen = registry.drain_events("ui", all_types=True, only_new=True)
+    assert {e["session_id"] for e in seen} == {second["session_id"]}
+    assert registry.forget_consumer("ui")["status"] == "ok"
+    assert not (home / "cursors" / "ui").exists()

@@ -248,7 +248,6 @@ class Sampler(threading.Thread):
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._procs = _ProcCache()
-        self._events_primed = False
         self._last_list: list[dict[str, Any]] | None = None
         self._last_stamp: int | None = None
         self._last_list_at = 0.0
@@ -264,6 +263,7 @@ class Sampler(threading.Thread):
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        self.registry.forget_consumer(self.consumer)
 
     def run(self) -> None:
         delay = 0.0
@@ -311,11 +311,9 @@ class Sampler(threading.Thread):
                 pass
         events: list[dict[str, Any]] = []
         try:
-            drained = self.registry.drain_events(consumer=self.consumer)
+            drained = self.registry.drain_events(consumer=self.consumer, only_new=True)
             if isinstance(drained, list):
-                # the first drain only moves this consumer's cursor to "now"
-                events = drained if self._events_primed else []
-                self._events_primed = True
+                events = drained
         except Exception:
             pass
         return SnapshotData(
