@@ -183,17 +183,27 @@ class Supervisor:
 
     # ---- output ------------------------------------------------------------------------
     def _read_output(self) -> bool:
-        try:
-            data = os.read(self.out_fd, READ_SIZE)
-        except BlockingIOError:
-            return False
-        except OSError:  # EIO: every holder of the PTY's other side has gone
-            data = b""
-        if not data:
+        """Read what is there (a PTY hands out ~4 KiB a read: take several per wake-up)."""
+        chunks, size, ended = [], 0, False
+        while size < READ_SIZE:
+            try:
+                data = os.read(self.out_fd, READ_SIZE)
+            except BlockingIOError:
+                break
+            except OSError:  # EIO: every holder of the PTY's other side has gone
+                data = b""
+            if not data:
+                ended = True
+                break
+            chunks.append(data)
+            size += len(data)
+            if not self.pty:
+                break
+        if chunks:
+            self._append(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if ended:
             self._close_output()
-            return False
-        self._append(data)
-        return True
+        return bool(chunks)
 
     def _append(self, data: bytes) -> None:
         try:
