@@ -831,37 +831,16 @@ def events_cmd(
 ) -> None:
     """Print undelivered events as JSON lines (one object per line), exactly once per consumer."""
     home, _ = _opts(ctx, home, as_json)
+    from hermes_procs.core.events_stream import iter_events
+
     reg = _registry(home)
     try:
-        from hermes_procs.core.events_stream import iter_events
-    except ImportError:
-        iter_events = None
-    if iter_events is None:  # fallback: poll drain_events
-        import time
-
-        wanted = set(types or ())
-        try:
-            from hermes_procs.core.redact import redact_obj
-        except ImportError:  # pragma: no cover
-            redact_obj = None  # noqa: N806
-        while True:
-            try:
-                items = reg.drain_events(consumer=consumer, all_types=True)
-            except TypeError:
-                items = reg.drain_events(consumer=consumer)
-            if isinstance(items, dict):
-                _check(items, False)
-                items = []
-            for ev in items:
-                if not wanted or ev.get("type") in wanted:
-                    _print_json(redact_obj(ev) if redact_obj else ev)
-            if not follow:
-                return
-            time.sleep(0.25)
-    for ev in iter_events(reg, consumer, follow, types=list(types) if types else None):
-        if isinstance(ev, dict) and ev.get("status") in ERROR_STATUSES and "type" not in ev:
-            _check(ev, False)
-        _print_json(ev)
+        for ev in iter_events(reg, consumer, follow, types=list(types) if types else None):
+            if isinstance(ev, dict) and ev.get("status") in ERROR_STATUSES and "type" not in ev:
+                _check(ev, False)
+            _print_json(ev)
+    except KeyboardInterrupt:  # Ctrl-C is how --follow ends
+        return
 
 
 @app.command("prune")
@@ -872,17 +851,8 @@ def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False
     if as_json:
         _print_json(result)
         return
-    pruned = result.get("pruned", result.get("removed"))
-    if isinstance(pruned, (list, tuple)):
-        n = len(pruned)
-    elif isinstance(pruned, int):
-        n = pruned
-    else:
-        n = None
-    if n is None:
-        _out("pruned")
-    else:
-        _out(f"pruned {n} finished job{'s' if n != 1 else ''}")
+    n = result["pruned"]
+    _out(f"pruned {n} finished job{'s' if n != 1 else ''}")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -890,8 +860,13 @@ def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Console-script entry: run the app, map every failure to one stderr line."""
+    import signal
+
     from typer import _click
 
+    # Started in the background (`cmd &`, some test runners) SIGINT arrives ignored; the follow
+    # commands must still stop on Ctrl-C / SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     code = 0
     try:
         rv = app(args=argv, prog_name=PROG, standalone_mode=False)
