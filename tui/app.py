@@ -33,14 +33,8 @@ from .jobs_table import SORTS, JobsTable, fmt_duration
 from .log_pane import LogPane
 from .sampler import JobRow, Sampler, SnapshotData
 
-try:  # the terminal pane and full-screen attach come from their own module
-    from .terminal import TerminalPane
-except Exception:  # pragma: no cover - only while the module is missing or broken
-    TerminalPane = None  # type: ignore[assignment,misc]
-try:
-    from .fullattach import full_attach
-except Exception:  # pragma: no cover
-    full_attach = None  # type: ignore[assignment]
+from .terminal import TerminalPane
+from .fullattach import full_attach
 
 __all__ = ["HermesApp", "run"]
 
@@ -327,9 +321,6 @@ class HermesApp(App):
         if not row.running:
             self.notify("The job has exited; its output stays in the log pane.", timeout=4)
             return
-        if TerminalPane is None:
-            self.notify("The terminal pane is not available; use i to type into the job.", severity="warning")
-            return
         if self.terminal is not None and self.terminal.session_id == row.session_id:
             self.terminal.focus()
             return
@@ -357,20 +348,18 @@ class HermesApp(App):
             self.table.focus()
         self._update_detail_title()
 
-    if TerminalPane is not None:
+    @on(TerminalPane.Leave)
+    def _on_terminal_leave(self, message) -> None:
+        self._close_terminal(refocus=True)
 
-        @on(TerminalPane.Leave)
-        def _on_terminal_leave(self, message) -> None:
-            self._close_terminal(refocus=True)
+    @on(TerminalPane.FullAttach)
+    def _on_terminal_full(self, message) -> None:
+        self._full_attach(message.session_id)
 
-        @on(TerminalPane.FullAttach)
-        def _on_terminal_full(self, message) -> None:
-            self._full_attach(message.session_id)
-
-        @on(TerminalPane.Ended)
-        def _on_terminal_ended(self, message) -> None:
-            if self.sampler is not None:
-                self.sampler.poke()
+    @on(TerminalPane.Ended)
+    def _on_terminal_ended(self, message) -> None:
+        if self.sampler is not None:
+            self.sampler.poke()
 
     def action_full_attach(self) -> None:
         row = self.current_row()
@@ -382,9 +371,6 @@ class HermesApp(App):
         self._full_attach(row.session_id)
 
     def _full_attach(self, session_id: str) -> None:
-        if full_attach is None:
-            self.notify("Full-screen attach is not available.", severity="warning")
-            return
         full_attach(self, self.registry, session_id)
         if self.sampler is not None:
             self.sampler.poke()
