@@ -403,9 +403,12 @@ class Supervisor:
 
     def _do_close_stdin(self) -> None:
         self.stdin_closing = False
-        if self.pty:
-            eof = termios.tcgetattr(self.in_fd)[6][termios.VEOF]
-            os.write(self.in_fd, eof if isinstance(eof, bytes) else bytes([eof]))
+        if self.pty:  # a PTY has no "closed": send the terminal's EOF character (Ctrl-D)
+            try:
+                eof = termios.tcgetattr(self.in_fd)[6][termios.VEOF]
+                os.write(self.in_fd, eof if isinstance(eof, bytes) else bytes([eof]))
+            except (OSError, termios.error):
+                pass
             return
         if self.stdin_open:
             self.stdin_open = False
