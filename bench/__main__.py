@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     total = round(time.monotonic() - start, 1)
     print(f"\ntotal {total} s; ratio = value / baseline; each figure: median of >= {cfg.runs} interleaved runs [min-max]")
-    info["loadavg_at_end"] = list(__import__("os").getloadavg())
+    info["loadavg_at_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
     result = {"machine": info, "mode": "full" if cfg.full else "quick", "runs": cfg.runs, "seconds": timings,
               "total_seconds": total, "rows": [r.as_dict() for r in rows], "table": table(rows)}
     try:

@@ -159,7 +159,7 @@ def machine_info() -> dict:
     except OSError:
         pass
     try:
-        load = os.getloadavg()
+        load = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load = None
     info = {"cpu_model": model, "cores": os.cpu_count(), "python": sys.version.split()[0],
