@@ -44,7 +44,8 @@ class Tmux:
         self.target = "s"
         full_env = {**os.environ, **(env or {})}
         subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", "new-session", "-d", "-s", "s", "-x", "120",
-                        "-y", "40", command], check=True, cwd=cwd, env=full_env)
+                        "-y", "40", ";", "set-option", "-g", "remain-on-exit", "on", ";", "respawn-pane", "-k",
+                        "-t", "s", command], check=True, cwd=cwd, env=full_env)
 
     def tmux(self, *args, check=True) -> str:
         return subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, text=True,
@@ -102,7 +103,10 @@ def wait_screen(tm: Tmux, pred, timeout: float = 10.0, pane: str | None = None) 
         if pred(tm.capture(pane)):
             return time.perf_counter() - t0
         if time.perf_counter() - t0 > timeout:
-            raise RuntimeError("the screen did not show the change within %.0f s" % timeout)
+            dead = tm.tmux("display-message", "-p", "-t", pane or tm.target, "#{pane_dead}", check=False).strip()
+            tail = " / ".join(line.strip() for line in tm.capture(pane) if line.strip())[-300:]
+            what = "the program in the pane exited" if dead == "1" else "the screen did not show the change"
+            raise RuntimeError(f"{what} within {timeout:.0f} s; screen: {tail}")
         time.sleep(0.002)
 
 
