@@ -540,3 +540,39 @@ async def test_a_corrupt_job_folder_does_not_break_the_table(registry, home):
         await pilot.press("y")
         await pilot.pause(0.5)
         assert app.is_running
+
+
+async def test_table_cell_cache_renders_like_datatable(registry):
+    """JobsTable keeps rendered cells across update_cell/sort (DataTable drops them all): the
+    lines it paints, mouse metadata included, must be the ones DataTable itself would paint."""
+    from textual.widgets import DataTable
+
+    ids = [spawn(registry, f"sleep {30 + i}", name=f"job-{i}") for i in range(4)]
+    done = spawn(registry, "true", name="finished")
+    app = make_app(registry)
+    async with app.run_test(size=(110, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table_ids(app)) == 5 and not table.rows_by_id[done].running)
+
+        def lines():
+            return [list(table.render_line(y)) for y in range(table.size.height)]
+
+        def reference():
+            table._clear_caches()
+            table._render_cell = lambda *a, **k: DataTable._render_cell(table, *a, **k)
+            try:
+                return lines()
+            finally:
+                del table._render_cell
+                table._clear_caches()
+
+        for _ in range(len(("newest", "oldest", "cpu", "memory", "quiet", "status", "name")) + 1):
+            lines()  # fill the cache in this order, then move the rows
+            await pilot.press("o")
+            await pilot.pause(0.25)  # a snapshot or two: changed cells
+            cached = lines()
+            metas = {seg.style.meta.get("row") for line in cached for seg in line if seg.style and seg.style.meta}
+            assert metas >= {-1, 0, 1, 2, 3, 4}, metas  # header and every row, at their new places
+            assert cached == reference(), table.sort_mode
+        assert len(table._cell_lines) <= table.CELL_CACHE_MAX
+        assert set(ids) <= set(table_ids(app))

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.message import Message
@@ -112,6 +114,9 @@ class JobsTable(DataTable):
             self.session_id = session_id
 
     def __init__(self, **kwargs) -> None:
+        # rendered cells by position and look, kept across updates (see _render_cell); set
+        # first: DataTable's constructor already clears caches
+        self._cell_lines: dict[tuple, tuple] = {}
         super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kwargs)
         self.rows_by_id: dict[str, JobRow] = {}
         self._cells: dict[str, tuple] = {}
@@ -260,6 +265,56 @@ class JobsTable(DataTable):
 
     def refilter(self) -> None:
         self.apply(self.rows_by_id.values())
+
+    # --- rendering ----------------------------------------------------------------------
+
+    CELL_CACHE_MAX = 4096
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False):
+        """DataTable keys its cell cache on a counter that every ``update_cell`` and ``sort``
+        bumps, so one changed CPU figure (every second) or a new sort re-renders every visible
+        cell through Rich (~0.2 ms each: the bulk of the frame after a key press, and of the
+        app's CPU).  Here a cell is re-rendered only when its value object changed (cells are
+        never mutated: ``apply`` puts new objects in); a cell that only moved (a sort) gets its
+        old segments with the new row and column in the mouse metadata."""
+        if column_index < 0:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        try:
+            column_key = self._column_locations.get_key(column_index)
+            if row_index < 0:
+                row_key = self._header_row_key
+                value = self.columns[column_key].label
+                height = self.header_height
+            else:
+                row_key = self._row_locations.get_key(row_index)
+                value = self._data[row_key].get(column_key)
+                height = self.rows[row_key].height
+        except (KeyError, AttributeError):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (row_key, column_key, base_style, width, height, cursor, hover, self._show_hover_cursor,
+               self._pseudo_class_state)
+        hit = self._cell_lines.get(key)
+        if hit is not None and hit[0] is value:
+            if hit[1] == (row_index, column_index):
+                return hit[2]
+            meta = Style.from_meta({"row": row_index, "column": column_index})
+            lines = [[Segment(seg.text, seg.style + meta if seg.style else meta, seg.control) for seg in line]
+                     for line in hit[2]]
+        else:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            if len(self._cell_lines) >= self.CELL_CACHE_MAX:
+                self._cell_lines.clear()
+        self._cell_lines[key] = (value, (row_index, column_index), lines)
+        return lines
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._cell_lines.clear()
+
+    def notify_style_update(self) -> None:
+        self._cell_lines.clear()
+        super().notify_style_update()
 
     # --- selection ----------------------------------------------------------------------
 
