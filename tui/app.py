@@ -44,11 +44,14 @@ def _one_line(s: str) -> str:
 
 
 def update_if_changed(widget: Static, text: Text) -> None:
-    """Static.update() re-lays out and repaints even for the same text: skip that when idle."""
+    """Static.update() re-lays out and repaints even for the same text: skip that when idle.
+
+    Only for the one-line bars (``height: 1`` in the CSS): their size never depends on the
+    text, so no layout pass (a reflow of the whole screen) is asked for, only a repaint."""
     key = (text.plain, tuple(text.spans), str(text.style))
     if getattr(widget, "_last_key", None) != key:
         widget._last_key = key  # type: ignore[attr-defined]
-        widget.update(text)
+        widget.update(text, layout=False)
 
 
 class HermesApp(App):
