@@ -151,6 +151,7 @@ class LogReader(threading.Thread):
         self._snap_fds: list[int] = []
         self._last_post: tuple | None = None
         self._last_size = -1
+        self._estimate = 0  # lines the retained log holds, estimated while flooding
 
     # any thread
     def request(self, first: int, count: int, follow: bool) -> None:
@@ -229,7 +230,7 @@ class LogReader(threading.Thread):
             try:
                 data = logstore.tail_bytes(self.jobdir, want)
             except RuntimeError:  # rotating faster than we can read: next tick
-                return ([], 0) if with_size else []
+                return ([], 0.0) if with_size else []
             lines = data.split(b"\n")
             if lines and lines[-1] == b"" and len(lines) > 1:
                 lines.pop()
@@ -237,8 +238,8 @@ class LogReader(threading.Thread):
             if cut and len(lines) > 1:
                 lines = lines[1:]  # the first one is probably cut
             if len(lines) >= count or not cut or want >= self.TAIL_BYTES:
-                if with_size:
-                    return lines[-count:], sum(len(x) + 1 for x in lines)
+                if with_size:  # and the mean line length (bytes) over every line read
+                    return lines[-count:], sum(len(x) + 1 for x in lines) / max(1, len(lines))
                 return lines[-count:]
             want *= 4
 
@@ -349,7 +350,7 @@ class LogReader(threading.Thread):
         return self._snap if self._snap is not None else self.index
 
     def _serve_tail(self, req: _Request) -> None:
-        lines, nbytes = self._tail_lines(req.count, with_size=True)
+        lines, avg = self._tail_lines(req.count, with_size=True)
         known = self.index.line_count if self.index is not None else 0
         # how many lines the retained log holds, estimated from the tail's line length, so
         # the scrollbar means something and the user can scroll back (to a snapshot)
@@ -358,9 +359,12 @@ class LogReader(threading.Thread):
             try:
                 retained = logstore.total_bytes(self.jobdir) - logstore.dropped_bytes(self.jobdir)
             except Exception:
-                retained = 0
-            avg = max(1.0, nbytes / max(1, len(lines)))
-            estimate = max(known, int(retained / avg), len(lines))
+                retained = -1
+            # the two reads race with a rotation (the dropped count can move on between them):
+            # keep the previous estimate rather than collapse to a screenful
+            if retained >= avg * len(lines):
+                self._estimate = int(retained / max(1.0, avg))
+            estimate = max(known, self._estimate, len(lines))
         key = ("tail", req.count, len(lines), lines[-1] if lines else b"", estimate)
         if lines and key != self._last_post:
             self._last_post = key
@@ -492,6 +496,8 @@ class LogPane(ScrollView, can_focus=True):
         self.first = 0
         self._raw: list[bytes] = []
         self._tail_mode = False
+        self._tail_total = -1  # the virtual height last set from a tail-only message
+        self._tail_resized = 0.0  # when (monotonic)
         self._snapshot_mode = False
         self._strips: OrderedDict[tuple[bytes, bool], Strip] = OrderedDict()
         self._max_width = 0
@@ -499,6 +505,7 @@ class LogPane(ScrollView, can_focus=True):
         self.query = ""
         self.match_line: int | None = None
         self.updates = 0  # repaint-causing messages handled (for tests and benches)
+        self.resizes = 0  # virtual size changes: each one is a layout pass of the screen
 
     # --- job selection --------------------------------------------------------------
 
@@ -517,6 +524,7 @@ class LogPane(ScrollView, can_focus=True):
         self.match_line = None
         self._snapshot_mode = False
         self._tail_mode = False
+        self._tail_total = -1
         self.follow = True
         self._set_virtual(0)
         if session_id and jobdir is not None:
@@ -539,6 +547,7 @@ class LogPane(ScrollView, can_focus=True):
         return max(1, self.size.height or 40)
 
     def _set_virtual(self, total: int) -> None:
+        self.resizes += 1
         self._programmatic += 1
         try:
             self.virtual_size = Size(max(self._max_width, 1), total)
@@ -628,9 +637,25 @@ class LogPane(ScrollView, can_focus=True):
         if msg.tail:
             # tail-only: the lines sit at the very bottom of the known log
             total = max(total, self.first + len(msg.lines))
+            # the line count is an estimate that grows with every message of a flood; a new
+            # virtual size means a layout pass of the whole screen (and a second frame for the
+            # scrollbar), so while following keep the current one when the estimate is within
+            # ~3 % of it, or within 2x of it for a second after the last change
+            shown = self.virtual_size.height
+            now = time.monotonic()
+            if (self.follow and len(msg.lines) <= shown and self._tail_total == shown
+                    and (abs(total - shown) <= shown >> 5
+                         or (shown // 2 <= total <= 2 * shown and now - self._tail_resized < 1.0))):
+                total = shown
+            elif total != shown:
+                self._tail_resized = now
             self.first = max(0, total - len(msg.lines))
+            self._tail_total = total
+        else:
+            self._tail_total = -1
         self.total = total
-        self._set_virtual(total)
+        if total != self.virtual_size.height:
+            self._set_virtual(total)
         if self.follow:
             self._scroll_bottom()
         self.refresh()
