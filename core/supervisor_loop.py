@@ -19,7 +19,8 @@ import time
 import proctree
 
 LOG = "output.log"
-READ_SIZE = 1 << 20
+READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
+PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read: a 1 MiB buffer each time costs more
 MAX_PENDING_STDIN = 1 << 20
 MAX_CLIENT_BACKLOG = 4 << 20
 MAX_LINE = 64 << 10
@@ -62,6 +63,7 @@ class Supervisor:
         self.log_size = os.fstat(self.log_fd).st_size
         self.dropped = 0
         self.log_errors = 0
+        self.read_size = PTY_READ_SIZE if pty else READ_SIZE
         self.offset = self.log_size
         self.tail = bytearray()
         self.exit = None
@@ -187,7 +189,7 @@ class Supervisor:
         chunks, size, ended = [], 0, False
         while size < READ_SIZE:
             try:
-                data = os.read(self.out_fd, READ_SIZE)
+                data = os.read(self.out_fd, self.read_size)
             except BlockingIOError:
                 break
             except OSError:  # EIO: every holder of the PTY's other side has gone
@@ -233,11 +235,17 @@ class Supervisor:
             view = view[written:]
 
     def _rotate(self) -> None:
+        """output.log becomes output.log.1; the older half is dropped (freed off the loop)."""
+        doomed = None
         try:
             self.dropped += os.path.getsize(LOG + ".1")
+            doomed = f".{LOG}.1.dropped"
+            os.rename(LOG + ".1", doomed)
         except OSError:
             pass
         os.rename(LOG, LOG + ".1")
+        if doomed:  # freeing tens of MiB of blocks takes a while: not on the output path
+            threading.Thread(target=os.unlink, args=(doomed,)).start()
         os.close(self.log_fd)
         self.log_fd = os.open(LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.log_size = 0
