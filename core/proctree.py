@@ -10,6 +10,8 @@ import os
 import signal
 import time
 
+HANGUP_AFTER = 0.2  # seconds between TERM and HUP for the root of a PTY job
+
 
 def stat_fields(pid: int) -> list[str] | None:
     """Fields of /proc/PID/stat after the command name (index 0 = state), or None if gone."""
@@ -91,18 +93,26 @@ def survivors(procs: dict[int, int]) -> list[int]:
 
 
 def kill_tree(root: int | None, root_ticks: int | None, extra_root: int | None = None,
-              session: int | None = None, grace: float = 3.0, reap=None) -> list[int]:
+              session: int | None = None, grace: float = 3.0, reap=None, hangup: bool = False) -> list[int]:
     """TERM the root then its descendants, wait `grace`, KILL what survives; return survivors.
 
     `extra_root` is a process whose descendants belong to the tree (the supervisor, a subreaper);
-    `reap` is called while waiting so a parent can collect its zombies.
+    `reap` is called while waiting so a parent can collect its zombies. With `hangup` (a PTY
+    job), a root still alive shortly after TERM also gets HUP, as when its terminal closes:
+    interactive shells ignore TERM but leave on HUP.
     """
     tree: dict[int, int] = {}
     if root is not None and root_ticks is not None and is_alive(root, root_ticks):
         tree[root] = root_ticks
     tree.update(snapshot(_tree_pids(root, extra_root, session)))
-    signal_all({p: t for p, t in tree.items() if p == root}, signal.SIGTERM)
+    rooted = {p: t for p, t in tree.items() if p == root}
+    signal_all(rooted, signal.SIGTERM)
     signal_all({p: t for p, t in tree.items() if p != root}, signal.SIGTERM)
+    if hangup and rooted:
+        first = min(HANGUP_AFTER, grace)
+        _wait_gone(tree, first, reap)
+        signal_all(rooted, signal.SIGHUP)
+        grace -= first
     _wait_gone(tree, grace, reap)
     tree.update(snapshot(_tree_pids(root, extra_root, session)))
     alive = {p: t for p, t in tree.items() if is_alive(p, t)}

@@ -353,7 +353,8 @@ class Supervisor:
 
     def _kill_worker(self, grace: float) -> None:
         root = self.pid if self.exit is None else None
-        survivors = proctree.kill_tree(root, self.ticks, extra_root=os.getpid(), session=self.pid, grace=grace)
+        survivors = proctree.kill_tree(root, self.ticks, extra_root=os.getpid(), session=self.pid, grace=grace,
+                                       hangup=self.pty)
         self.kill_results.append((survivors, self.kill_waiters))
         self.kill_waiters = []
         try:

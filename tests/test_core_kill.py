@@ -116,3 +116,12 @@ def test_signal_reaches_job(registry):
     assert registry.signal(job["session_id"], "INT")["status"] == "ok"
     wait_until(lambda: "got-int" in registry.read_log(job["session_id"])["output"])
     assert registry.signal(job["session_id"], "BOGUS")["status"] == "error"
+
+
+def test_interactive_shell_in_pty_leaves_on_hangup(registry, alive):
+    # bash in a terminal ignores SIGTERM; like a closed terminal, kill follows up with SIGHUP
+    job = registry.spawn("bash --norc -i", pty=True)
+    wait_until(lambda: registry.read_log(job["session_id"])["output"].strip())
+    result = registry.kill(job["session_id"], grace=10)
+    assert result["status"] == "killed" and result["exit_code"] == -signal.SIGHUP
+    assert not alive(job["pid"])
