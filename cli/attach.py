@@ -213,19 +213,20 @@ def _log_tail_bytes(registry, sid: str, end: Optional[int], max_lines: Optional[
         data = logstore.read_bytes(jobdir, max(0, end - max_bytes), end)
     except Exception:
         return None
-    if max_lines is None:
-        return data
-    if max_lines <= 0:
+    return data if max_lines is None else _last_lines(data, max_lines)
+
+
+def _last_lines(data: bytes, count: int) -> bytes:
+    """The last `count` lines of `data` (a final unfinished line counts as one)."""
+    if count <= 0:
         return b""
     body = data[:-1] if data.endswith(b"\n") else data
     idx = len(body)
-    for _ in range(max_lines):
+    for _ in range(count):
         idx = body.rfind(b"\n", 0, idx)
         if idx < 0:
-            break
-    if idx >= 0:
-        data = data[idx + 1 :]
-    return data
+            return data
+    return data[idx + 1 :]
 
 
 def _reconnect(registry, sid: str, *, input: bool, source: str = "cli"):
@@ -525,14 +526,8 @@ def attach_terminal(
     if alt.on:
         _write_all(stdout_fd, b"\x1b[?1049h\x1b[H\x1b[2J")
     elif replay_lines > 0 and raw_tail:
-        body = raw_tail[:-1] if raw_tail.endswith(b"\n") else raw_tail
-        k = len(body)
-        for _ in range(replay_lines):
-            k = body.rfind(b"\n", 0, k)
-            if k < 0:
-                break
         f = TextFilter(keep_sgr=True)
-        text = f.feed(raw_tail[k + 1 :]) + f.finish()
+        text = f.feed(_last_lines(raw_tail, replay_lines)) + f.finish()
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
         _write_all(stdout_fd, text.encode("utf-8", "replace"))
 

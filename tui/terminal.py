@@ -99,6 +99,19 @@ def _read_tail_files(registry, session_id: str, end: int | None, limit: int) -> 
     return bytes(out)
 
 
+class _PaneMessage(Message):
+    """A message about a terminal pane, naming it and its job."""
+
+    def __init__(self, pane: TerminalPane) -> None:
+        super().__init__()
+        self.pane = pane
+        self.session_id = pane.session_id
+
+    @property
+    def control(self) -> TerminalPane:
+        return self.pane
+
+
 class TerminalPane(Widget, can_focus=True):
     """A terminal emulator view of one PTY job."""
 
@@ -111,29 +124,11 @@ class TerminalPane(Widget, can_focus=True):
     }
     """
 
-    class Leave(Message):
+    class Leave(_PaneMessage):
         """The user pressed the leave chord (Ctrl-])."""
 
-        def __init__(self, pane: TerminalPane) -> None:
-            super().__init__()
-            self.pane = pane
-            self.session_id = pane.session_id
-
-        @property
-        def control(self) -> TerminalPane:
-            return self.pane
-
-    class FullAttach(Message):
+    class FullAttach(_PaneMessage):
         """The user asked for the full-screen attach (Ctrl-T)."""
-
-        def __init__(self, pane: TerminalPane) -> None:
-            super().__init__()
-            self.pane = pane
-            self.session_id = pane.session_id
-
-        @property
-        def control(self) -> TerminalPane:
-            return self.pane
 
     class Ended(Message):
         """The job's stream ended: the job exited, or its supervisor is gone.
