@@ -14,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import on
+from textual.cache import LRUCache
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -126,6 +127,13 @@ class JobsTable(DataTable):
         self.search = ""
         self._wide: bool | None = None
         self._last_selected: str | None = "<none>"
+        # DataTable keys its render caches on a counter that every update bumps: past entries
+        # are never hit again, and caches of 1,000-10,000 of them only keep garbage alive for
+        # the cyclic GC to walk on every full collection (see HermesApp._settle_gc)
+        for name, size in (("_cell_render_cache", 512), ("_row_render_cache", 256),
+                           ("_row_renderable_cache", 256), ("_line_cache", 256)):
+            if isinstance(getattr(self, name, None), LRUCache):
+                setattr(self, name, LRUCache(size))
 
     def on_mount(self) -> None:
         for col in COLUMNS:

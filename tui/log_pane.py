@@ -735,7 +735,9 @@ class LogPane(ScrollView, can_focus=True):
             self._max_width = min(text.cell_len, 4 * MAX_LINE_CHARS)
             self.call_later(self._set_virtual, self.total)
         self._strips[key] = strip
-        if len(self._strips) > 600:
+        # a few screenfuls (a flood turns the cache over on every update; each strip is a
+        # dozen objects for the cyclic GC to walk)
+        while len(self._strips) > max(200, 4 * self._page()):
             self._strips.popitem(last=False)
         return strip
 
