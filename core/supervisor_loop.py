@@ -20,7 +20,7 @@ import proctree
 
 LOG = "output.log"
 READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
-PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read: a 1 MiB buffer each time costs more
+PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read
 MAX_PENDING_STDIN = 1 << 20
 MAX_CLIENT_BACKLOG = 4 << 20
 MAX_LINE = 64 << 10
@@ -63,7 +63,8 @@ class Supervisor:
         self.log_size = os.fstat(self.log_fd).st_size
         self.dropped = 0
         self.log_errors = 0
-        self.read_size = PTY_READ_SIZE if pty else READ_SIZE
+        self.buf = bytearray(PTY_READ_SIZE if pty else READ_SIZE)  # output is read into this
+        self.view = memoryview(self.buf)
         self.offset = self.log_size
         self.tail = bytearray()
         self.exit = None
@@ -185,29 +186,30 @@ class Supervisor:
 
     # ---- output ------------------------------------------------------------------------
     def _read_output(self) -> bool:
-        """Read what is there (a PTY hands out ~4 KiB a read: take several per wake-up)."""
-        chunks, size, ended = [], 0, False
-        while size < READ_SIZE:
+        """Read what is there into the reused buffer (no allocation per read); a PTY hands out
+        ~4 KiB a read, so take several per wake-up."""
+        size, ended = 0, False
+        while size < len(self.buf):
             try:
-                data = os.read(self.out_fd, self.read_size)
+                got = os.readv(self.out_fd, [self.view[size:]])
             except BlockingIOError:
                 break
             except OSError:  # EIO: every holder of the PTY's other side has gone
-                data = b""
-            if not data:
+                got = 0
+            if not got:
                 ended = True
                 break
-            chunks.append(data)
-            size += len(data)
+            size += got
             if not self.pty:
                 break
-        if chunks:
-            self._append(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if size:
+            self._append(self.view[:size])
         if ended:
             self._close_output()
-        return bool(chunks)
+        return bool(size)
 
-    def _append(self, data: bytes) -> None:
+    def _append(self, data: memoryview) -> None:
+        """New output: to the log, to attached clients, then the checks that need the bytes."""
         try:
             self._write_log(data)
         except OSError as exc:  # disk full or gone: keep the job and the live stream going
@@ -218,12 +220,16 @@ class Supervisor:
         for client in list(self.clients.values()):
             if client.attached:
                 self._send(client, data)
-        if self.pty and b"\x1b[" in data and not any(c.input for c in self.clients.values()):
-            self._answer_queries(data)
-        if self.watch and self.exit is None:
-            self._scan_watch(data)
+        watching = self.watch and self.exit is None
+        if not (self.pty or watching):
+            return
+        chunk = bytes(data)
+        if self.pty and b"\x1b[" in chunk and not any(c.input for c in self.clients.values()):
+            self._answer_queries(chunk)
+        if watching:
+            self._scan_watch(chunk)
 
-    def _write_log(self, data: bytes) -> None:
+    def _write_log(self, data: memoryview) -> None:
         """Append to the log; each segment holds at most half the cap, so the newest output stays."""
         view = memoryview(data)
         half = max(1, self.cap // 2)
