@@ -37,6 +37,20 @@ def wait_until(predicate, timeout: float = 5.0, interval: float = 0.01):
         time.sleep(interval)
 
 
+async def until_async(predicate, timeout: float = 6.0, what: str = "", pause=None):
+    """`wait_until` for async tests: `pause()` (default a 20 ms sleep) yields to the app."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what or predicate}")
+        await (pause() if pause else asyncio.sleep(0.02))
+
+
 def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-pytest.importorskip("textual")
-
 from rich.console import Console  # noqa: E402
+
+from conftest import until_async
 
 from hermes_procs.tui.app import HermesApp  # noqa: E402
 from hermes_procs.tui.dialogs import HelpScreen, KillScreen, NewJobScreen, SignalScreen  # noqa: E402
@@ -29,14 +29,7 @@ def anyio_backend():
 
 
 async def until(pilot, predicate, timeout: float = 6.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what or predicate}")
-        await pilot.pause(0.03)
+    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
 
 
 def make_app(registry) -> HermesApp:

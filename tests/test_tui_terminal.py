@@ -12,11 +12,10 @@ import time
 
 import pytest
 
-pytest.importorskip("bittty")
-pytest.importorskip("textual")
-
 from textual import events, on  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
+
+from conftest import until_async, wait_until
 
 from hermes_procs.tui.fullattach import full_attach  # noqa: E402
 from hermes_procs.tui.terminal import TerminalPane  # noqa: E402
@@ -30,12 +29,7 @@ def anyio_backend():
     return "asyncio"
 
 
-def wait_sync(predicate, timeout: float = 5.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
+wait_sync = wait_until
 
 
 class PaneApp(App):
@@ -59,14 +53,7 @@ class PaneApp(App):
 
 
 async def until(predicate, timeout: float = 5.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(0.02)
+    return await until_async(predicate, timeout)
 
 
 def spawn(registry, command: str, **kw) -> str:

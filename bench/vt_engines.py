@@ -1,18 +1,15 @@
 """Engine benchmark behind docs/terminal.md (pyte vs bittty vs VTEngine skip-ahead).
 
-Skipped unless HERMES_VT_BENCH=1:  HERMES_VT_BENCH=1 .venv/bin/python -m pytest -s tests/test_vt_bench.py
+Run by hand (needs pyte too: .venv/bin/pip install pyte):
+    .venv/bin/python -m pytest -s bench/vt_engines.py -p no:cacheprovider
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 
 import pytest
-
-if os.environ.get("HERMES_VT_BENCH") != "1":
-    pytest.skip("benchmark: set HERMES_VT_BENCH=1", allow_module_level=True)
 
 pyte = pytest.importorskip("pyte")
 bittty = pytest.importorskip("bittty")
