@@ -28,6 +28,7 @@ from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, r
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
 DEFAULT_MAX_WAIT = 180.0
+PRUNE_EVERY = 3600.0
 SIGNALS = ("INT", "TERM", "HUP", "KILL", "QUIT", "USR1", "USR2", "STOP", "CONT", "WINCH")
 
 
@@ -81,7 +82,6 @@ class ProcessRegistry:
     def __init__(self, home: str | os.PathLike | None = None) -> None:
         self.home = ensure_private_dir(resolve_home(home))
         self.jobs_dir = ensure_private_dir(self.home / "jobs")
-        self._last_prune = 0.0
         self._supervisors: list[subprocess.Popen] = []
         self._rows: dict[str, tuple] = {}
         self._lock = threading.Lock()
@@ -442,9 +442,21 @@ class ProcessRegistry:
         return prune(self.jobs_dir, keep_days, keep_count)
 
     def _auto_prune(self) -> None:
-        if time.monotonic() - self._last_prune > 60:
-            self._last_prune = time.monotonic()
-            self.prune()
+        """Apply retention now and then: when an hour has passed since any registry on this
+        home last did (one stat), or when there are more jobs than retention keeps."""
+        from .retention import keep_count
+
+        stamp = self.home / ".last_prune"
+        try:
+            due = time.time() - stamp.stat().st_mtime > PRUNE_EVERY
+        except FileNotFoundError:
+            due = True
+        try:
+            if due or len(list_job_ids(self.jobs_dir)) > keep_count() + 20:
+                stamp.touch(mode=0o600)
+                self.prune()
+        except (OSError, ValueError):  # best effort: `prune` itself reports bad settings
+            pass
 
 
 def _outcome_fields(job: Job) -> dict:

@@ -26,6 +26,11 @@ def _setting(value, env: str, default: float) -> float:
     return float(value)
 
 
+def keep_count() -> int:
+    """How many finished jobs retention keeps at most (HERMES_PROCS_KEEP_COUNT, default 200)."""
+    return int(_setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
+
+
 def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict:
     """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
     days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)

@@ -239,3 +239,20 @@ def test_wait_right_after_a_quick_job_does_not_stall(registry):
         start = time.monotonic()
         assert registry.wait(job["session_id"], timeout=10)["status"] == "exited"
         assert time.monotonic() - start < 1.5
+
+
+def test_spawn_applies_retention_when_jobs_pile_up(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_KEEP_COUNT", "0")
+    first = registry.spawn("true")
+    registry.wait(first["session_id"], timeout=10)
+    supervisor_gone(registry, first["session_id"])
+    for _ in range(21):  # more folders than retention keeps (+20): the next spawn prunes
+        (registry.jobs_dir / f"proc_{os.urandom(6).hex()}").mkdir()
+    registry.spawn("true")
+    assert registry.poll(first["session_id"])["status"] == "not_found"
+
+
+def test_bad_retention_setting_does_not_break_spawn(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_KEEP_COUNT", "-5")
+    assert registry.spawn("true")["status"] == "running"
+    assert registry.prune()["status"] == "error"
