@@ -99,7 +99,12 @@ def test_pty_repl_submit(registry):
     job = registry.spawn("python3 -i", pty=True)
     wait_until(lambda: ">>>" in registry.read_log(job["session_id"])["output"])
     assert registry.submit(job["session_id"], "print(6*7)")["status"] == "ok"
-    wait_until(lambda: "42" in registry.read_log(job["session_id"])["output"].split("print(6*7)")[-1])
+    # Ctrl-D only after the next prompt: an EOF typed while the REPL is busy can be lost
+    def answered_and_prompting():
+        after = registry.read_log(job["session_id"])["output"].split("print(6*7)")[-1]
+        return after.rstrip().endswith("42\n>>>")
+
+    wait_until(answered_and_prompting)
     registry.close_stdin(job["session_id"])
     assert registry.wait(job["session_id"], timeout=10)["exit_code"] == 0
 
