@@ -265,6 +265,7 @@ class LineIndex:
         self._files: list[tuple[int, int]] = []  # (ino, size) of the segments scanned
         self._cps = array("q", [base])  # start offset of line k*CHECKPOINT_EVERY
         self._scanned = base  # absolute offset indexed so far
+        self.bytes_scanned = 0  # bytes read to build the index, over its whole life
         self._newlines = 0
         self._last_start = base  # start of the line after the last newline
 
@@ -345,6 +346,7 @@ class LineIndex:
                 last_start = pos + chunk.rfind(b"\n") + 1
                 nl += m
             pos += len(chunk)
+            self.bytes_scanned += len(chunk)
             # commit progress chunk by chunk (a _Rotated later keeps a valid prefix)
             self._scanned, self._newlines, self._last_start = pos, nl, last_start
 
