@@ -291,12 +291,15 @@ def test_mcp_serves_on_stdio(home):
 def test_log_follow_loses_nothing_when_the_reader_falls_behind(cli, home):
     # The supervisor drops a live client more than 4 MiB behind; follow must fill the gap.
     n = 1_500_000  # ~10 MB of output
-    sid = start(cli, "--", f"sleep 0.3; seq 1 {n}")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hermes_procs", "log", sid, "--follow", "--raw"],
+    go = home.parent / "go-flood"
+    sid = start(cli, "--", f"while [ ! -e {go} ]; do sleep 0.02; done; seq 1 {n}")
+    proc = subprocess.Popen(  # --limit: complete even if a loaded machine starts follow late
+        [sys.executable, "-m", "hermes_procs", "log", sid, "--follow", "--raw", "--limit", str(n)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=dict(os.environ, HERMES_PROCS_HOME=str(home)),
     )
+    time.sleep(1.0)  # follow attaches while the job holds
+    go.touch()
     time.sleep(2.0)  # do not read: the pipe fills, follow blocks, the supervisor runs ahead
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

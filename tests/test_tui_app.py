@@ -501,14 +501,14 @@ async def test_flood_keeps_keys_responsive_and_repaints_bounded(registry):
                 break
             await pilot.pause(0.1)
         await until(pilot, lambda: pane._snapshot_mode or (not pane._tail_mode and not pane.follow),
-                    what="scrolled back")
+                    timeout=20, what="scrolled back")
         await until(pilot, lambda: screen_text(app).strip() and all(
             line.strip().isdigit() for line in screen_text(app).splitlines() if line.strip()),
-            what="lines of the snapshot")
+            timeout=20, what="lines of the snapshot")
         shown = [int(x) for x in screen_text(app).split()]
         assert shown == list(range(shown[0], shown[0] + len(shown)))  # consecutive lines, no gaps
         await pilot.press("end")
-        await until(pilot, lambda: pane.follow and pane._tail_mode, what="End follows the flood again")
+        await until(pilot, lambda: pane.follow and pane._tail_mode, timeout=20, what="End follows the flood again")
 
 
 async def test_full_attach_key_reports_when_unavailable(registry):
