@@ -105,8 +105,9 @@ def test_pty_repl_submit(registry):
         return after.rstrip().endswith("42\n>>>")
 
     wait_until(answered_and_prompting)
-    registry.close_stdin(job["session_id"])
-    assert registry.wait(job["session_id"], timeout=10)["exit_code"] == 0
+    assert registry.close_stdin(job["session_id"])["status"] == "ok"
+    result = registry.wait(job["session_id"], timeout=30)
+    assert result.get("exit_code") == 0, (result, registry.read_log(job["session_id"])["output"][-300:])
 
 
 def test_pty_env_and_size(registry):
