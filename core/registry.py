@@ -104,8 +104,10 @@ class ProcessRegistry:
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime)
         jobdir = self.jobs_dir / meta["session_id"]
-        jobdir.mkdir(mode=0o700)
-        write_json_atomic(jobdir / "meta.json", meta)
+        staging = self.jobs_dir / f".new-{meta['session_id']}"  # the folder appears with its meta.json
+        staging.mkdir(mode=0o700)
+        write_json_atomic(staging / "meta.json", meta)
+        os.rename(staging, jobdir)
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
                 meta["cwd"], "--", *meta["shell"], command]
         with open(os.open(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as errlog:

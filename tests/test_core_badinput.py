@@ -111,3 +111,20 @@ def test_log_cap_keeps_newest(registry, monkeypatch):
     log = registry.read_log(job["session_id"], limit=3)
     assert log["output"].splitlines() == ["199998", "199999", "200000"]
     assert log["dropped_bytes"] > 0 and "dropped" in log["showing"]
+
+
+def test_a_job_being_spawned_is_never_listed_as_corrupt(registry):
+    import threading
+
+    done = threading.Event()
+
+    def spawner():
+        for _ in range(15):
+            registry.spawn("true")
+        done.set()
+
+    threading.Thread(target=spawner).start()
+    seen = set()
+    while not done.is_set():
+        seen.update(row["status"] for row in registry.list())
+    assert "corrupt" not in seen and len(registry.list()) == 15
