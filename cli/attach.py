@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 DETACH_KEY = b"\x1d"  # Ctrl-]
 DETACH_KEY_NAME = "Ctrl-]"

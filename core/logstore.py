@@ -456,13 +456,6 @@ def _cut_utf8_tail(b: bytes) -> bytes:
     return b
 
 
-def _cut_utf8_head(b: bytes) -> bytes:
-    i = 0
-    while i < 3 and i < len(b) and 0x80 <= b[i] <= 0xBF:
-        i += 1
-    return b[i:]
-
-
 def _line_text(idx: LineIndex, start: int, end: int, cap: int) -> str:
     n = end - start
     if n <= cap:

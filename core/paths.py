@@ -46,10 +46,6 @@ def new_session_id() -> str:
     return ID_PREFIX + secrets.token_hex(6)
 
 
-def is_session_id(name: str) -> bool:
-    return bool(_FULL_ID.fullmatch(name))
-
-
 def resolve_id(jobs_dir: Path, session_id: object) -> str:
     """The full id named by `session_id` (full id or unique prefix of >= 4 hex), or IdError."""
     if isinstance(session_id, int) and not isinstance(session_id, bool):

@@ -61,7 +61,7 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
-def _number(value, name: str, *, positive: bool = True, allow_zero: bool = False) -> float:
+def _number(value, name: str, *, allow_zero: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadInput(f"{name} must be a number of seconds, not {value!r}")
     value = float(value)
@@ -178,8 +178,7 @@ class ProcessRegistry:
         result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
                   "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
-                  "output_preview": text.last_chars(logstore.tail_bytes(job.dir, preview_chars * 4 + 4096),
-                                                    preview_chars),
+                  "output_preview": self._tail_text(job, preview_chars),
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", "")}
         if not job.running:
             result.update(_outcome_fields(job))

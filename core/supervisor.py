@@ -13,7 +13,6 @@ import fcntl
 import struct
 import termios
 
-PROTOCOL_VERSION = 1
 PIPE_SIZE = 1 << 20
 
 

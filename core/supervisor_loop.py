@@ -19,6 +19,7 @@ import time
 import proctree
 
 LOG = "output.log"
+PROTOCOL_VERSION = 1  # docs/internals.md; every reply carries it as "v"
 READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
 PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read
 MAX_PENDING_STDIN = 1 << 20
@@ -66,7 +67,6 @@ class Supervisor:
         self.buf = bytearray(PTY_READ_SIZE if pty else READ_SIZE)  # output is read into this
         self.view = memoryview(self.buf)
         self.offset = self.log_size
-        self.tail = bytearray()
         self.exit = None
         self.output_open = True
         self.stdin_open = True
@@ -570,7 +570,7 @@ class Supervisor:
         self._reply(client, {"ok": True})
 
     def _reply(self, client: Client, message: dict) -> None:
-        message["v"] = 1
+        message["v"] = PROTOCOL_VERSION
         self._send(client, (json.dumps(message) + "\n").encode())
 
     def _send(self, client: Client, data: bytes) -> None:

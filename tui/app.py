@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 

@@ -50,11 +50,6 @@ _DIALOG_CSS = """
 """
 
 
-def _job_line(job: Any) -> str:
-    title = job.name or job.command
-    return f"{job.session_id}  {title}"
-
-
 class KillScreen(ModalScreen[dict | None]):
     """Confirm a kill; runs it, and shows the survivors when the tree could not be killed.
 

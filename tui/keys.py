@@ -5,8 +5,8 @@ Also the chords shared by the pane and the full-screen attach:
 
 - ``LEAVE_KEY`` (Ctrl-]): leave the terminal pane (focus goes back to the dashboard).
 - ``FULL_ATTACH_KEY`` (Ctrl-T): open the full-screen attach of the job.
-- ``DETACH_BYTE`` (Ctrl-], 0x1d): detach from a full-screen attach, as in ``hermes-procs
-  attach ID`` (telnet's escape key; every other byte goes to the job).
+- Ctrl-] (0x1d) also detaches a full-screen attach, as in ``hermes-procs attach ID``
+  (``hermes_procs.attach.DETACH_KEY``; telnet's escape key; every other byte goes to the job).
 
 One chord, Ctrl-], therefore gets you out of a job's terminal everywhere. Ctrl-] and Ctrl-T
 are never sent to the job from the pane; the full-screen attach passes Ctrl-T through.
@@ -18,11 +18,6 @@ from .vt import Modes
 
 LEAVE_KEY = "ctrl+right_square_bracket"
 FULL_ATTACH_KEY = "ctrl+t"
-LEAVE_CHORD_NAME = "Ctrl-]"
-FULL_ATTACH_CHORD_NAME = "Ctrl-T"
-DETACH_KEY = "ctrl+right_square_bracket"
-DETACH_BYTE = b"\x1d"
-DETACH_CHORD_NAME = "Ctrl-]"
 
 ESC = "\x1b"
 CSI = ESC + "["
