@@ -717,10 +717,7 @@ def write_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Send DATA to a job's stdin (no newline added)."""
-    home, as_json = _opts(ctx, home, as_json)
-    if escapes:
-        data = _unescape(data)
-    _stdin_result(_registry(home).write(session_id, data, source="cli"), as_json, "wrote")
+    _send_stdin(ctx, session_id, data, escapes, home, as_json, enter=False)
 
 
 @app.command("submit")
@@ -733,10 +730,16 @@ def submit_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Send DATA followed by Enter (\\n; \\r for a PTY job)."""
+    _send_stdin(ctx, session_id, data, escapes, home, as_json, enter=True)
+
+
+def _send_stdin(ctx, session_id: str, data: str, escapes: bool, home, as_json: bool, enter: bool) -> None:
     home, as_json = _opts(ctx, home, as_json)
     if escapes:
         data = _unescape(data)
-    _stdin_result(_registry(home).submit(session_id, data, source="cli"), as_json, "submitted")
+    reg = _registry(home)
+    send = reg.submit if enter else reg.write
+    _stdin_result(send(session_id, data, source="cli"), as_json, "submitted" if enter else "wrote")
 
 
 @app.command("close")

@@ -62,14 +62,9 @@ class Job:
         if self.running or not self.proc:
             return []
         sup = self.proc.get("supervisor_pid") if self.supervisor_alive else None
-        pids = proctree.descendants(sup, self.pid) if sup else _session_members(self.pid)
-        return sorted(pids)
-
-
-def _session_members(sid: int | None) -> list[int]:
-    if sid is None:
-        return []
-    return [p for p in proctree.descendants(-1, sid)]
+        if sup:
+            return sorted(proctree.descendants(sup, self.pid))
+        return sorted(proctree.session_members(self.pid)) if self.pid else []
 
 
 def load(jobdir: Path) -> Job:

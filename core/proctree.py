@@ -68,6 +68,11 @@ def descendants(root: int, session: int | None = None) -> list[int]:
     return found
 
 
+def session_members(session: int) -> list[int]:
+    """Live processes whose process group or session is `session`."""
+    return descendants(-1, session)
+
+
 def snapshot(pids: list[int]) -> dict[int, int]:
     """pid -> start ticks for the pids still alive."""
     result = {}

@@ -9,7 +9,7 @@ import socket
 import time
 from pathlib import Path
 
-from . import proctree
+from . import jobstate
 
 VERSION = 1
 
@@ -44,13 +44,10 @@ def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
 
 def _starting(jobdir: Path) -> bool:
     """True while the supervisor may still bind its socket: alive, and no exit recorded yet."""
-    if (jobdir / "exit.json").exists():
-        return False
     try:
-        proc = json.loads((jobdir / "proc.json").read_bytes())
-        return proctree.is_alive(int(proc["supervisor_pid"]), int(proc["supervisor_start"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return True  # proc.json not written yet: the supervisor is starting
+        return jobstate.load(jobdir).running
+    except jobstate.CorruptJob:
+        return False
 
 
 def _address(jobdir: Path) -> tuple[str, int | None]:
