@@ -21,6 +21,8 @@ import threading
 import time
 from typing import Any, Optional
 
+from hermes_procs.core.model import JobInfo
+
 DETACH_KEY = b"\x1d"  # Ctrl-]
 DETACH_KEY_NAME = "Ctrl-]"
 
@@ -136,52 +138,24 @@ class TextFilter:
 # --------------------------------------------------------------------------- registry helpers
 
 
-def _is_error(result: Any) -> bool:
-    return isinstance(result, dict) and result.get("status") in ("error", "not_found")
+def _is_error(result: dict) -> bool:
+    return result.get("status") in ("error", "not_found")
 
 
-def _resolve(registry, session_id: str) -> dict:
+def _resolve(registry, session_id: str) -> JobInfo:
     """poll() the job; AttachError for an unknown/bad id."""
     info = registry.poll(session_id)
-    if not isinstance(info, dict):
-        raise AttachError(f"unexpected answer from the registry: {info!r}")
     if _is_error(info):
         raise AttachError(info.get("error") or f"No process with ID {session_id}")
-    return info
-
-
-def _job_is_pty(registry, info: dict) -> Optional[bool]:
-    if "pty" in info:
-        return bool(info["pty"])
-    sid = info.get("session_id")
-    try:
-        rec = registry.get(sid)
-    except Exception:
-        rec = None
-    if isinstance(rec, dict):
-        if "pty" in rec:
-            return bool(rec["pty"])
-        meta = rec.get("meta")
-        if isinstance(meta, dict) and "pty" in meta:
-            return bool(meta["pty"])
-    try:
-        for job in registry.list():
-            if job.get("session_id") == sid:
-                return bool(job.get("pty"))
-    except Exception:
-        pass
-    return None
+    return JobInfo.from_dict(info, session_id)
 
 
 def _open_stream(registry, sid: str, *, input: bool, source: str = "cli"):
     """registry.stream(...) or None when the job has no live supervisor any more."""
     try:
-        st = registry.stream(sid, input=input, source=source)
+        return registry.stream(sid, input=input, source=source)
     except Exception:  # protocol.SupervisorGone, IdError, OSError
         return None
-    if st is None or isinstance(st, dict):
-        return None
-    return st
 
 
 def _stream_read(st, timeout: float) -> Optional[bytes]:
@@ -231,11 +205,7 @@ def _last_lines(data: bytes, count: int) -> bytes:
 
 def _reconnect(registry, sid: str, *, input: bool, source: str = "cli"):
     """A new stream when the job is still running (we were dropped), else None."""
-    try:
-        info = registry.poll(sid)
-    except Exception:
-        return None
-    if not isinstance(info, dict) or info.get("status") != "running":
+    if registry.poll(sid).get("status") != "running":
         return None
     return _open_stream(registry, sid, input=input, source=source)
 
@@ -256,23 +226,15 @@ def _exit_summary(registry, sid: str, wait_s: float = 2.0) -> str:
     return _exit_info(registry, sid, wait_s)[0]
 
 
-def _exit_info(registry, sid: str, wait_s: float = 2.0) -> tuple[str, Optional[int]]:
-    """("proc_x exited with code N", N) once the exit is recorded (waits up to wait_s)."""
-    try:
-        res = registry.wait(sid, timeout=wait_s)
-    except Exception:
-        res = None
-    if not isinstance(res, dict) or res.get("status") != "exited":
-        try:
-            res = registry.poll(sid)
-        except Exception:
-            res = None
-    if not isinstance(res, dict) or res.get("status") != "exited":
+def _exit_info(registry, sid: str, wait_s: float = 2.0) -> tuple[str, JobInfo | None]:
+    """("proc_x exited with code N", the job) once the exit is recorded (waits up to wait_s)."""
+    res = registry.wait(sid, timeout=wait_s)
+    if res.get("status") != "exited":
+        res = registry.poll(sid)
+    if res.get("status") != "exited":
         return f"{sid} output stream ended", None
-    reason = res.get("completion_reason") or "exited"
-    code = res.get("exit_code")
-    word = "exited" if reason == "exited" else reason
-    return f"{sid} {word}" + (f" with code {code}" if code is not None else ""), code
+    job = JobInfo.from_dict(res, sid)
+    return f"{sid} {job.ended_phrase()}", job
 
 
 # --------------------------------------------------------------------------- log --follow
@@ -290,7 +252,7 @@ def follow_log(registry, session_id: str, *, limit: int = 200, offset: Optional[
         raise AttachError("--limit must not be negative")
     out = out if out is not None else sys.stdout
     info = _resolve(registry, session_id)
-    sid = info.get("session_id", session_id)
+    sid = info.session_id
     bout = out.buffer if hasattr(out, "buffer") else None
     tty = False
     try:
@@ -309,7 +271,7 @@ def follow_log(registry, session_id: str, *, limit: int = 200, offset: Optional[
             out.write(text)
             out.flush()
 
-    st = _open_stream(registry, sid, input=False) if info.get("status") == "running" else None
+    st = _open_stream(registry, sid, input=False) if info.running else None
     if st is None:
         # finished (or the supervisor is gone): what is on disk is everything
         tail = _log_tail_bytes(registry, sid, None, limit)
@@ -490,11 +452,10 @@ def attach_terminal(
         raise AttachError("attach needs a terminal on stdin")
 
     info = _resolve(registry, session_id)
-    sid = info.get("session_id", session_id)
-    if info.get("status") != "running":
-        code = info.get("exit_code")
-        raise AttachError(f"{sid} has already exited" + (f" (exit code {code})" if code is not None else ""))
-    if _job_is_pty(registry, info) is False:
+    sid = info.session_id
+    if not info.running:
+        raise AttachError(info.already_exited())
+    if not info.pty:
         raise AttachError(
             f"{sid} is not a PTY job; attach works with jobs started with --pty "
             f"(for pipe jobs use `hermes-procs log --follow {sid}` and `write`/`submit`)"
@@ -664,9 +625,9 @@ def attach_terminal(
         except Exception:
             pass
 
-    job_code: Optional[int] = None
+    job: JobInfo | None = None
     if reason == "ended":
-        summary, job_code = _exit_info(registry, sid)
+        summary, job = _exit_info(registry, sid)
         msg = f"\r\n[{summary}]\r\n"
     elif reason == "signal":
         msg = f"\r\n[detached from {sid} (signal)]\r\n"
@@ -675,6 +636,4 @@ def attach_terminal(
     _write_all(stdout_fd, msg.encode())
     if reason == "signal" and got_signal:
         return 128 + got_signal[0]
-    if isinstance(job_code, int) and not isinstance(job_code, bool):
-        return 128 - job_code if job_code < 0 else job_code & 0xFF
-    return 0
+    return job.shell_exit_code() if job is not None and job.exit_code is not None else 0

@@ -20,6 +20,8 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
+from hermes_procs.core.model import JobInfo, Signal
+
 PROG = "hermes-procs"
 
 
@@ -134,7 +136,7 @@ IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique
 
 def _opts(ctx: typer.Context, home: Optional[str], as_json: bool = False) -> tuple[Optional[str], bool]:
     """Merge per-command --home/--json with the ones given before the subcommand."""
-    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+    obj = ctx.obj or {}
     return (home if home is not None else obj.get("home")), bool(as_json or obj.get("json"))
 
 
@@ -166,10 +168,8 @@ ERROR_STATUSES = ("error", "not_found")
 
 def _check(result: Any, as_json: bool, *, extra_errors: tuple[str, ...] = ()) -> dict:
     """Turn an API error dict into a CliError (after printing it when --json)."""
-    if not isinstance(result, dict):
-        if isinstance(result, list):
-            return {"status": "ok", "items": result}
-        raise CliError(f"unexpected result from the registry: {result!r}")
+    if isinstance(result, list):  # list() gives a list, or an error dict
+        return {"status": "ok", "items": result}
     status = result.get("status")
     if status in ERROR_STATUSES or status in extra_errors:
         if as_json:
@@ -180,13 +180,10 @@ def _check(result: Any, as_json: bool, *, extra_errors: tuple[str, ...] = ()) ->
 
 
 def _status_error(result: dict) -> str:
-    sid = result.get("session_id", "the process")
-    status = result.get("status")
-    if status == "already_exited":
-        return f"{sid} has already exited" + (
-            f" (exit code {result['exit_code']})" if result.get("exit_code") is not None else ""
-        )
-    return f"{status}"
+    job = JobInfo.from_dict(result, "the process")
+    if job.status == "already_exited":
+        return job.already_exited()
+    return job.status
 
 
 def _fmt_duration(seconds: Any) -> str:
@@ -206,42 +203,26 @@ def _fmt_duration(seconds: Any) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
-def _fmt_started(iso: Any) -> str:
-    if not iso:
+def _fmt_started(started: float) -> str:
+    """Epoch seconds as the local time of day (today) or date and time; "-" when unknown."""
+    if not started:
         return "-"
-    from datetime import datetime
+    import time
 
-    try:
-        dt = datetime.fromisoformat(str(iso).replace("Z", "+00:00"))
-    except ValueError:
-        return str(iso)
-    if dt.tzinfo is not None:
-        dt = dt.astimezone()
-    now = datetime.now(dt.tzinfo)
-    if dt.date() == now.date():
-        return dt.strftime("%H:%M:%S")
-    return dt.strftime("%Y-%m-%d %H:%M")
+    local = time.localtime(started)
+    if time.strftime("%Y-%m-%d", local) == time.strftime("%Y-%m-%d"):
+        return time.strftime("%H:%M:%S", local)
+    return time.strftime("%Y-%m-%d %H:%M", local)
 
 
-def _fmt_status(job: dict) -> str:
-    status = job.get("status") or "?"
-    if status == "exited":
-        reason = job.get("completion_reason") or "exited"
-        code = job.get("exit_code")
-        word = "exited" if reason == "exited" else reason
-        return f"{word} {code}" if code is not None else word
-    return str(status)
-
-
-def _status_line(d: dict) -> str:
-    parts = [str(d.get("session_id", "?")), _fmt_status(d)]
-    if d.get("signal"):
-        parts.append(f"signal {d['signal']}")
-    if d.get("pid") is not None:
-        parts.append(f"pid {d['pid']}")
-    if d.get("uptime_seconds") is not None:
-        word = "up" if d.get("status") == "running" else "ran"
-        parts.append(f"{word} {_fmt_duration(d['uptime_seconds'])}")
+def _status_line(job: JobInfo) -> str:
+    parts = [job.session_id, job.label()]
+    if job.signal:
+        parts.append(f"signal {job.signal}")
+    if job.pid is not None:
+        parts.append(f"pid {job.pid}")
+    if job.uptime is not None:
+        parts.append(f"{'up' if job.running else 'ran'} {_fmt_duration(job.uptime)}")
     return "  ".join(parts)
 
 
@@ -421,8 +402,7 @@ def ls_cmd(
     """List jobs, newest first. `--json` prints the API's full list."""
     home, as_json = _opts(ctx, home, as_json)
     result = _registry(home).list(task_id=task, session_key=session_key)
-    if isinstance(result, dict):
-        _check(result, as_json)
+    _check(result, as_json)
     if as_json:
         _print_json(result)
         return
@@ -433,36 +413,22 @@ FINISHED_SHOWN = 20
 _COLORS = {"green": "\x1b[32m", "red": "\x1b[31m", "yellow": "\x1b[33m", "": ""}
 
 
-def _render_table(jobs: list, tty: bool) -> str:
+def _render_table(jobs: list[JobInfo], tty: bool) -> str:
     """Aligned columns (docker-ps style).  Every column but COMMAND keeps its full width;
     COMMAND is cut with an ellipsis to the terminal width (no cut when not a terminal).
     Colours and a bold header only on a terminal.  (Plain string formatting rather than
     rich: `ls` is the command scripts call in loops, and this keeps it fast.)"""
     rows = []
     for j in jobs:
-        style = {"running": "green", "exited": ""}.get(j.get("status"), "yellow")
-        if j.get("status") == "exited" and (
-            j.get("completion_reason") not in (None, "exited") or j.get("exit_code") not in (0, None)
-        ):
-            style = "red"
-        cmd = str(j.get("command") or j.get("error") or "")
-        if j.get("pty"):
+        style = "red" if j.failed else "green" if j.running else "" if j.ended else "yellow"
+        cmd = j.command or j.error
+        if j.pty:
             cmd = "[pty] " + cmd
-        if j.get("name"):
-            cmd = f"{j['name']}: {cmd}"
-        rows.append(
-            (
-                [
-                    str(j.get("session_id", "?")),
-                    _fmt_status(j),
-                    str(j.get("pid") if j.get("pid") is not None else "-"),
-                    _fmt_started(j.get("started_at")),
-                    _fmt_duration(j.get("uptime_seconds")),
-                    " ".join(cmd.split()),
-                ],
-                style,
-            )
-        )
+        if j.name:
+            cmd = f"{j.name}: {cmd}"
+        cells = [j.session_id, j.label(), str(j.pid if j.pid is not None else "-"), _fmt_started(j.started),
+                 _fmt_duration(j.uptime), " ".join(cmd.split())]
+        rows.append((cells, style))
     heads = ["ID", "STATUS", "PID", "STARTED", "DURATION", "COMMAND"]
     right = {2, 4}
     widths = [max([len(heads[i])] + [len(r[0][i]) for r in rows]) for i in range(5)]
@@ -489,13 +455,13 @@ def _render_table(jobs: list, tty: bool) -> str:
     return "\n".join([line(heads, head=True)] + [line(cells, style) for cells, style in rows])
 
 
-def _print_table(jobs: list, show_all: bool) -> None:
-    jobs = [j for j in jobs if isinstance(j, dict)]
+def _print_table(rows: list[dict], show_all: bool) -> None:
+    jobs = [JobInfo.from_dict(row) for row in rows]
     hidden = 0
     if not show_all:
         shown, finished = [], 0
         for j in jobs:
-            if j.get("status") == "running":
+            if j.running:
                 shown.append(j)
             elif finished < FINISHED_SHOWN:
                 finished += 1
@@ -522,7 +488,7 @@ def poll_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_jso
     if as_json:
         _print_json(result)
         return
-    _out(_status_line(result))
+    _out(_status_line(JobInfo.from_dict(result, session_id)))
     if result.get("command"):
         _out(f"$ {result['command']}")
     if result.get("leftover_pids"):
@@ -578,16 +544,6 @@ def log_cmd(
 # --------------------------------------------------------------------------- wait / kill
 
 
-def _signal_exit_code(code: Any) -> int:
-    try:
-        code = int(code)
-    except (TypeError, ValueError):
-        return 1
-    if code < 0:
-        return 128 + (-code)
-    return code & 0xFF
-
-
 @app.command("wait")
 def wait_cmd(
     ctx: typer.Context,
@@ -631,16 +587,15 @@ def wait_cmd(
             _print_json(result)
         sid = result.get("session_id", session_id)
         raise CliError(f"timed out after {timeout:g}s waiting for {sid} (still running)")
+    job = JobInfo.from_dict(result, session_id)
     if as_json:
         _print_json(result)
     else:
-        if "session_id" not in result:
-            result["session_id"] = session_id
-        _out(_status_line(result))
+        _out(_status_line(job))
     if status == "interrupted":
         raise typer.Exit(130)
     if exit_code:
-        raise typer.Exit(_signal_exit_code(result.get("exit_code")))
+        raise typer.Exit(job.shell_exit_code())
 
 
 @app.command("kill")
@@ -658,7 +613,7 @@ def kill_cmd(
     home, as_json = _opts(ctx, home, as_json)
     kwargs = {} if grace is None else {"grace": grace}
     result = _registry(home).kill(session_id, **kwargs)
-    if isinstance(result, dict) and result.get("status") == "error" and result.get("survivors"):
+    if result.get("status") == "error" and result.get("survivors"):
         if as_json:
             _print_json(result)
         pids = " ".join(str(p) for p in result["survivors"])
@@ -667,12 +622,11 @@ def kill_cmd(
     if as_json:
         _print_json(result)
         return
-    sid = result.get("session_id", session_id)
-    code = result.get("exit_code")
-    if result.get("status") == "already_exited":
-        _out(f"{sid} had already exited" + (f" (exit code {code})" if code is not None else ""))
+    job = JobInfo.from_dict(result, session_id)
+    if job.status == "already_exited":
+        _out(job.already_exited(verb="had"))
     else:
-        _out(f"{sid} killed" + (f" (exit code {code})" if code is not None else ""))
+        _out(f"{job.session_id} {job.ended_phrase()}")
 
 
 # --------------------------------------------------------------------------- stdin
@@ -751,22 +705,6 @@ def close_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_js
         _print_json(result)
 
 
-def _signal_name(sig: str) -> str:
-    import signal as _signal
-
-    s = sig.strip().upper()
-    if s.isdigit():
-        try:
-            return _signal.Signals(int(s)).name[3:]
-        except ValueError:
-            raise CliError(f"unknown signal {sig!r}") from None
-    if not s.startswith("SIG"):
-        s = "SIG" + s
-    if s not in _signal.Signals.__members__:
-        raise CliError(f"unknown signal {sig!r}")
-    return s[3:]
-
-
 @app.command("signal")
 def signal_cmd(
     ctx: typer.Context,
@@ -777,7 +715,10 @@ def signal_cmd(
 ) -> None:
     """Send one signal to a job's process group (no kill logic)."""
     home, as_json = _opts(ctx, home, as_json)
-    name = _signal_name(sig)
+    try:
+        name = Signal.parse(sig).name
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     result = _check(_registry(home).signal(session_id, name), as_json, extra_errors=("already_exited",))
     if as_json:
         _print_json(result)
@@ -839,7 +780,7 @@ def events_cmd(
     reg = _registry(home)
     try:
         for ev in iter_events(reg, consumer, follow, types=list(types) if types else None):
-            if isinstance(ev, dict) and ev.get("status") in ERROR_STATUSES and "type" not in ev:
+            if ev.get("status") in ERROR_STATUSES and "type" not in ev:
                 _check(ev, False)
             _print_json(ev)
     except KeyboardInterrupt:  # Ctrl-C is how --follow ends

@@ -64,6 +64,7 @@ import uuid
 import weakref
 from typing import Any
 
+from .model import parse_time
 from .redact import redact_obj
 
 __all__ = ["HermesProcessRegistry", "ProcessSession"]
@@ -91,7 +92,7 @@ class ProcessSession:
         self.notify_on_complete: bool = bool(info.get("notify_on_complete", False))
         self.watch_patterns: list[str] = list(info.get("watch_patterns") or [])
         started = info.get("started_at")
-        self.started_at: float = started if isinstance(started, (int, float)) else _iso_to_epoch(started)
+        self.started_at: float = parse_time(started, default=time.time())
 
     @property
     def session_id(self) -> str:
@@ -120,17 +121,6 @@ class ProcessSession:
 
     def __repr__(self) -> str:
         return f"ProcessSession(id={self.id!r}, pid={self.pid}, command={self.command[:60]!r})"
-
-
-def _iso_to_epoch(value: Any) -> float:
-    if not isinstance(value, str) or not value:
-        return time.time()
-    try:
-        from datetime import datetime
-
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return time.time()
 
 
 class HermesProcessRegistry:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import proctree
+from .model import iso_time
 from .paths import read_json
 
 
@@ -55,7 +55,7 @@ class Job:
         return round(max(0.0, (end or time.time()) - self.started_at), 3)
 
     def started_iso(self) -> str:
-        return datetime.fromtimestamp(self.started_at, timezone.utc).isoformat(timespec="seconds")
+        return iso_time(self.started_at)
 
     def leftover_pids(self) -> list[int]:
         """Processes of the job still alive after its direct child exited."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from . import events, logstore, proctree, protocol, text
 from .envsafe import child_env, shell_argv
 from .jobstate import CorruptJob, Job, load
+from .model import Signal
 from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, resolve_home,
                     resolve_id, write_json_atomic)
 
@@ -29,7 +30,6 @@ SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
 DEFAULT_MAX_WAIT = 180.0
 PRUNE_EVERY = 3600.0
-SIGNALS = ("INT", "TERM", "HUP", "KILL", "QUIT", "USR1", "USR2", "STOP", "CONT", "WINCH")
 
 
 class BadInput(Exception):
@@ -367,9 +367,10 @@ class ProcessRegistry:
 
     @_safe
     def signal(self, session_id, sig: str) -> dict:
-        name = str(sig).upper().removeprefix("SIG")
-        if name not in SIGNALS:
-            raise BadInput(f"unknown signal {sig!r}; use one of {', '.join(SIGNALS)}")
+        try:
+            name = Signal.parse(sig).name
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
         job = self._job(session_id)
         if not job.running:
             return self._already_exited(job)

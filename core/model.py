@@ -1,0 +1,245 @@
+"""The job model every client shares: status and outcome, their wording, times and signals.
+
+The Python API, the tool and the MCP server speak JSON-able dicts (the contract). Clients (the
+CLI, the dashboard, the Hermes adapter) turn such a dict into a typed `JobInfo` once, with
+`JobInfo.from_dict`, and ask it questions instead of reading string keys: this module is the one
+place where "exited 3", "killed", "timed out" and "lost" are worded, where an outcome becomes a
+shell exit status (128+N for signal N), where ISO timestamps are parsed back to epoch seconds and
+where signal names are checked.
+
+Standard library only, and nothing else from the package: it is cheap to import.
+"""
+
+from __future__ import annotations
+
+import signal as _signal
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["JobInfo", "Outcome", "SENDABLE_SIGNALS", "Signal", "Status", "parse_time", "shell_exit_code"]
+
+
+class Status(StrEnum):
+    """A job's `status` in list/poll results."""
+
+    RUNNING = "running"
+    EXITED = "exited"
+    CORRUPT = "corrupt"  # a damaged job folder (list only)
+
+    @classmethod
+    def parse(cls, value: object) -> Status | None:
+        """The member for `value`, or None for anything else (an error status, a typo)."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return None
+
+
+class Outcome(StrEnum):
+    """How a job ended: its `completion_reason`."""
+
+    EXITED = "exited"  # the command ended by itself (any exit code)
+    KILLED = "killed"  # kill() or a signal ended it
+    TIMED_OUT = "timed_out"  # max_runtime passed and its tree was killed
+    LOST = "lost"  # its supervisor vanished without writing an exit record
+
+    @property
+    def word(self) -> str:
+        """The outcome as people read it: ``timed out``."""
+        return self.value.replace("_", " ")
+
+    @classmethod
+    def parse(cls, value: object) -> Outcome | None:
+        """The member for `value`; None when absent; unknown words count as `exited`."""
+        if value is None or value == "":
+            return None
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.EXITED
+
+
+# The signals the API lets a caller send (registry.signal), with what each is for.
+SENDABLE_SIGNALS: dict[str, str] = {
+    "INT": "interrupt (like Ctrl-C)",
+    "TERM": "terminate politely",
+    "HUP": "hang up / reload",
+    "KILL": "kill at once (cannot be caught)",
+    "QUIT": "quit with a core dump (like Ctrl-\\)",
+    "USR1": "user-defined 1",
+    "USR2": "user-defined 2",
+    "STOP": "pause (cannot be caught)",
+    "CONT": "resume after STOP",
+    "WINCH": "terminal size changed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A signal by its short name (``TERM``) and number (15)."""
+
+    name: str
+    number: int
+
+    @classmethod
+    def parse(cls, value: object, *, sendable_only: bool = True) -> Signal:
+        """``TERM``, ``SIGTERM``, ``sigterm``, ``15`` or 15 -> Signal("TERM", 15).
+
+        Raises ValueError with a one-line message for anything else, and (by default) for a
+        signal the API does not send (see SENDABLE_SIGNALS)."""
+        text = str(value).strip().upper()
+        try:
+            sig = _signal.Signals(int(text)) if text.isdigit() else _signal.Signals["SIG" + text.removeprefix("SIG")]
+        except (KeyError, ValueError):
+            raise ValueError(f"unknown signal {value!r}; use one of {', '.join(SENDABLE_SIGNALS)}") from None
+        name = sig.name.removeprefix("SIG")
+        if sendable_only and name not in SENDABLE_SIGNALS:
+            raise ValueError(f"signal {value!r} cannot be sent; use one of {', '.join(SENDABLE_SIGNALS)}")
+        return cls(name, int(sig))
+
+    @property
+    def full_name(self) -> str:
+        """``SIGTERM``."""
+        return "SIG" + self.name
+
+
+def shell_exit_code(exit_code: object) -> int:
+    """A job's exit code as a shell exit status: -N (ended by signal N) -> 128+N; 1 when unknown."""
+    if isinstance(exit_code, bool) or not isinstance(exit_code, int):
+        return 1
+    return 128 - exit_code if exit_code < 0 else exit_code & 0xFF
+
+
+def parse_time(value: object, default: float = 0.0) -> float:
+    """Epoch seconds from an epoch number or an ISO 8601 string (``Z`` allowed); else default."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return default
+    return default
+
+
+def iso_time(epoch: float) -> str:
+    """Epoch seconds -> ISO 8601 in UTC, whole seconds (the API's `started_at`)."""
+    from datetime import timezone
+
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+
+
+def _opt_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """One job as a client sees it, typed; built from an API result with `from_dict`.
+
+    `status` is the raw status word (it may be an API status such as ``not_found``);
+    `state` is the same as a Status member, or None for anything else."""
+
+    session_id: str
+    status: str
+    command: str = ""
+    name: str = ""
+    cwd: str = ""
+    pid: int | None = None
+    pty: bool = False
+    started: float = 0.0  # epoch seconds (0: unknown)
+    uptime: float | None = None  # seconds run so far, or in all once it ended
+    outcome: Outcome | None = None
+    exit_code: int | None = None
+    signal: str | None = None  # "SIGTERM" when a signal ended it
+    output_preview: str = ""
+    task_id: str = ""
+    session_key: str = ""
+    error: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], session_id: str = "") -> JobInfo:
+        """From a list row or a poll/wait/kill result (missing keys get their defaults)."""
+        uptime = data.get("uptime_seconds")
+        return cls(
+            session_id=str(data.get("session_id") or session_id),
+            status=str(data.get("status") or "unknown"),
+            command=str(data.get("command") or ""),
+            name=str(data.get("name") or ""),
+            cwd=str(data.get("cwd") or ""),
+            pid=_opt_int(data.get("pid")),
+            pty=bool(data.get("pty")),
+            started=parse_time(data.get("started_at")),
+            uptime=float(uptime) if isinstance(uptime, (int, float)) and not isinstance(uptime, bool) else None,
+            outcome=Outcome.parse(data.get("completion_reason")),
+            exit_code=_opt_int(data.get("exit_code")),
+            signal=data.get("signal") or None,
+            output_preview=str(data.get("output_preview") or ""),
+            task_id=str(data.get("task_id") or ""),
+            session_key=str(data.get("session_key") or ""),
+            error=str(data.get("error") or ""),
+        )
+
+    @property
+    def state(self) -> Status | None:
+        return Status.parse(self.status)
+
+    @property
+    def running(self) -> bool:
+        return self.status == Status.RUNNING
+
+    @property
+    def ended(self) -> bool:
+        """It has finished (exited, killed, timed out or lost); also true for `already_exited`."""
+        return self.status in (Status.EXITED, "already_exited", "killed")
+
+    @property
+    def failed(self) -> bool:
+        """Ended other than by exiting with code 0."""
+        return self.ended and ((self.outcome or Outcome.EXITED) is not Outcome.EXITED or self.exit_code not in (0, None))
+
+    def label(self) -> str:
+        """The status in a word or two: ``running``, ``exited 3``, ``killed``, ``timed out``, ``lost``
+        (an error or unknown status is shown as it is)."""
+        if not self.ended:
+            return self.status
+        outcome = self.outcome or Outcome.EXITED
+        if outcome is Outcome.EXITED:
+            return f"exited {self.exit_code}" if self.exit_code is not None else "exited"
+        return outcome.word
+
+    def ended_phrase(self) -> str:
+        """How it ended, as a phrase after its name: ``exited with code 3``, ``killed (SIGTERM)``,
+        ``timed out (SIGTERM)``, ``lost (its supervisor vanished)``."""
+        outcome = self.outcome or Outcome.EXITED
+        if outcome is Outcome.EXITED:
+            return f"exited with code {self.exit_code}" if self.exit_code is not None else "exited"
+        if outcome is Outcome.LOST:
+            return "lost (its supervisor vanished)"
+        return f"{outcome.word} ({self.signal})" if self.signal else outcome.word
+
+    def detail(self) -> str:
+        """The outcome in brackets after "has already exited": ``exit code 3``, ``killed, SIGTERM``,
+        ``lost``; empty when nothing is known."""
+        outcome = self.outcome or Outcome.EXITED
+        if outcome is Outcome.EXITED:
+            return f"exit code {self.exit_code}" if self.exit_code is not None else ""
+        return f"{outcome.word}, {self.signal}" if self.signal else outcome.word
+
+    def already_exited(self, verb: str = "has") -> str:
+        """``proc_x has already exited (exit code 3)``: why a live operation was refused."""
+        detail = self.detail()
+        return f"{self.session_id} {verb} already exited" + (f" ({detail})" if detail else "")
+
+    def shell_exit_code(self) -> int:
+        """The exit status a shell would report for it (128+N when ended by signal N)."""
+        return shell_exit_code(self.exit_code)
+
+    def age(self, now: float | None = None) -> float:
+        """Seconds since it started (0 when unknown)."""
+        return max(0.0, (time.time() if now is None else now) - self.started) if self.started else 0.0

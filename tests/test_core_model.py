@@ -1,0 +1,82 @@
+"""core.model: the one place a job's status is worded, signals are named and times parsed."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_procs.core.model import JobInfo, Outcome, Signal, Status, parse_time, shell_exit_code
+
+
+def job(**fields) -> JobInfo:
+    return JobInfo.from_dict({"session_id": "proc_000000000001", **fields})
+
+
+@pytest.mark.parametrize(("fields", "label", "phrase"), [
+    ({"status": "running"}, "running", "exited"),
+    ({"status": "exited", "completion_reason": "exited", "exit_code": 3}, "exited 3", "exited with code 3"),
+    ({"status": "exited", "completion_reason": "killed", "exit_code": -15, "signal": "SIGTERM"},
+     "killed", "killed (SIGTERM)"),
+    ({"status": "exited", "completion_reason": "timed_out", "exit_code": -9, "signal": "SIGKILL"},
+     "timed out", "timed out (SIGKILL)"),
+    ({"status": "exited", "completion_reason": "lost"}, "lost", "lost (its supervisor vanished)"),
+    ({"status": "corrupt", "error": "damaged"}, "corrupt", "exited"),
+    ({"status": "killed", "completion_reason": "killed", "exit_code": -15}, "killed", "killed"),
+])
+def test_label_and_phrase(fields, label, phrase):
+    info = job(**fields)
+    assert info.label() == label
+    assert info.ended_phrase() == phrase
+
+
+def test_already_exited_sentence():
+    info = job(status="already_exited", completion_reason="killed", exit_code=-15, signal="SIGTERM")
+    assert info.already_exited() == "proc_000000000001 has already exited (killed, SIGTERM)"
+    assert job(status="already_exited", exit_code=0).already_exited(verb="had") == \
+        "proc_000000000001 had already exited (exit code 0)"
+
+
+def test_failed_and_state():
+    assert not job(status="exited", completion_reason="exited", exit_code=0).failed
+    assert job(status="exited", completion_reason="exited", exit_code=2).failed
+    assert job(status="exited", completion_reason="lost").failed
+    assert not job(status="running").failed
+    assert job(status="running").state is Status.RUNNING
+    assert job(status="not_found").state is None
+    assert Outcome.parse("something-new") is Outcome.EXITED and Outcome.parse(None) is None
+
+
+@pytest.mark.parametrize(("code", "shell"), [(0, 0), (3, 3), (-15, 143), (-9, 137), (256 + 4, 4), (None, 1), (True, 1)])
+def test_shell_exit_code(code, shell):
+    assert shell_exit_code(code) == shell
+
+
+def test_parse_time():
+    assert parse_time("1970-01-01T00:01:00+00:00") == 60.0
+    assert parse_time("1970-01-01T00:01:00Z") == 60.0
+    assert parse_time(12.5) == 12.5
+    assert parse_time("yesterday", default=-1) == -1
+    assert parse_time(None) == 0.0 and parse_time(True) == 0.0
+    assert job(started_at="1970-01-01T00:00:10Z").started == 10.0
+
+
+@pytest.mark.parametrize("text", ["TERM", "term", "SIGTERM", " sigterm ", "15", 15])
+def test_signal_parse(text):
+    assert Signal.parse(text) == Signal("TERM", 15)
+    assert Signal.parse(text).full_name == "SIGTERM"
+
+
+@pytest.mark.parametrize("text", ["NOPE", "", "999", "SIGSEGV"])
+def test_signal_parse_rejects(text):
+    with pytest.raises(ValueError, match="signal"):
+        Signal.parse(text)
+    assert Signal.parse("SEGV", sendable_only=False).number == 11
+
+
+def test_registry_signal_accepts_numbers_and_names(registry):
+    sid = registry.spawn("sleep 30")["session_id"]
+    try:
+        assert registry.signal(sid, "18")["status"] == "ok"  # CONT, a no-op for sleep
+        bad = registry.signal(sid, "SEGV")
+        assert bad["status"] == "error" and "cannot be sent" in bad["error"]
+    finally:
+        registry.kill(sid, grace=0)
