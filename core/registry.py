@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import events, logstore, proctree, protocol, text
+from . import events, listindex, logstore, proctree, protocol, text
 from .envsafe import child_env, shell_argv
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
@@ -83,7 +83,9 @@ class ProcessRegistry:
         self.home = ensure_private_dir(resolve_home(home))
         self.jobs_dir = ensure_private_dir(self.home / "jobs")
         self._supervisors: list[subprocess.Popen] = []
-        self._rows: dict[str, tuple] = {}
+        self._index: dict[str, dict] = {}  # finished jobs' list rows (listindex.py)
+        self._index_key: tuple | None = None
+        self._index_lines = 0
         self._lock = threading.Lock()
 
     # ---- lookup ------------------------------------------------------------------------
@@ -196,41 +198,64 @@ class ProcessRegistry:
 
     @_safe
     def list(self, task_id=None, session_key=None) -> list[dict]:
-        rows = []
         ids = list_job_ids(self.jobs_dir)
-        with self._lock:
-            for gone in self._rows.keys() - set(ids):
-                del self._rows[gone]
+        finished = self._finished_rows()
+        rows, new = [], []
         for session_id in ids:
-            row = self._list_row(session_id)
+            row = finished.get(session_id)
+            if row is None:
+                row, done = self._list_row(session_id)
+                if done:
+                    new.append(row)
             if task_id is not None and row.get("task_id", "") != task_id:
                 continue
             if session_key is not None and row.get("session_key", "") != session_key:
                 continue
             rows.append(dict(row))
+        self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
 
-    def _list_row(self, session_id: str) -> dict:
-        """One row of `list`; rows of finished jobs are cached until their files change."""
+    def _finished_rows(self) -> dict[str, dict]:
+        """Rows of finished jobs from the index (listindex.py), re-read when the file changed."""
+        try:
+            st = os.stat(self.home / listindex.NAME)
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        with self._lock:
+            if key is None or key != self._index_key:
+                self._index, self._index_lines = listindex.read(self.home)
+                self._index_key = key
+            return self._index
+
+    def _index_rows(self, finished: dict[str, dict], new: list[dict], ids: list[str]) -> None:
+        """Append the rows of jobs seen finished for the first time; compact a bloated index."""
+        live = set(ids)
+        with self._lock:
+            for row in new:
+                finished[row["session_id"]] = row
+            if listindex.needs_compaction(self._index_lines + len(new), len(live)):
+                listindex.rewrite(self.home, [r for sid, r in finished.items() if sid in live])
+                self._index_key = None
+            elif new:
+                listindex.append(self.home, new)
+                self._index_lines += len(new)
+
+    def _list_row(self, session_id: str) -> tuple[dict, bool]:
+        """One row of `list` read from the job folder, and whether the job is finished for good
+        (exit recorded, supervisor gone: the row can no longer change)."""
         jobdir = self.jobs_dir / session_id
-        stamp = _stamp(jobdir)
-        cached = self._rows.get(session_id)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
         try:
             job = load(jobdir)
         except CorruptJob as exc:
             return {"session_id": session_id, "status": "corrupt", "error": str(exc), "command": "", "name": "",
                     "pid": None, "pty": False, "cwd": None, "started_at": None, "uptime_seconds": 0,
-                    "output_preview": "", "_sort": 0.0}
+                    "output_preview": "", "_sort": 0.0}, False
         row = self._summary(job, preview_chars=200)
         row["command"] = row["command"][:200]
         row["_sort"] = job.started_at
-        if job.exit is not None and not job.supervisor_alive:
-            with self._lock:
-                self._rows[session_id] = (stamp, row)
-        return row
+        return row, job.exit is not None and not job.supervisor_alive
 
     @_safe
     def get(self, session_id) -> dict:
@@ -465,18 +490,6 @@ def _outcome_fields(job: Job) -> dict:
     outcome = job.outcome
     return {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
             "signal": outcome.get("signal")}
-
-
-def _stamp(jobdir: Path) -> tuple:
-    """What changes when a finished job's row could change: its exit record and its log."""
-    stamp = []
-    for name in ("exit.json", "output.log", "meta.json"):
-        try:
-            st = os.stat(jobdir / name)
-            stamp.append((st.st_mtime_ns, st.st_size, st.st_ino))
-        except OSError:
-            stamp.append(None)
-    return tuple(stamp)
 
 
 def _parse_report(line: bytes) -> dict:
