@@ -40,14 +40,14 @@ class AttachError(ValueError):
 _SEQ = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\|(?=[\x1b\n]))"  # unterminated: ends at ESC/newline
-    r"|\x1b[PX^_].*?\x1b\\"
+    r"|\x1b[PX^_][^\x1b\n]*(?:\x1b\\|(?=[\x1b\n]))"  # as core.text: unterminated ends at ESC/newline
     r"|\x1b[ -/]+[0-~]|\x1b[0-OQ-WYZ\\`-~]"  # not [ ] P X ^ _ (they open the forms above)
     r"|\x9b[0-?]*[ -/]*[@-~]",
     re.DOTALL,
 )
 # What an escape sequence cut off by the end of a chunk looks like.
 _PARTIAL = re.compile(
-    r"(?:\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*\x1b?|[PX^_].*?\x1b?|[ -/]*)?|\x9b[0-?]*[ -/]*)\Z",
+    r"(?:\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*\x1b?|[PX^_][^\x1b\n]*\x1b?|[ -/]*)?|\x9b[0-?]*[ -/]*)\Z",
     re.DOTALL,
 )
 # Other control characters dropped from terminal text (keep \t \n \r \b).

@@ -66,14 +66,17 @@ class Utf8Stream:
 #   An unterminated OSC ends at the next ESC or newline, so a truncated title never swallows
 #   the rest of the log.
 # * ESC P / X / ^ / _  (or C1 \x90 \x98 \x9e \x9f): DCS / SOS / PM / APC -- body up to ST; an
-#   unterminated one ends at the next ESC.
+#   unterminated one ends at the next ESC or newline, so it never hides the lines after it.
 # * other escapes: ESC, intermediates 0x20-0x2F, final 0x30-0x7E
 #   (ESC = , ESC > , ESC ( B , ESC 7 , ESC # 8 , ESC M ...).
 # * anything else in the class (a lone ESC, BEL, NUL, DEL, C1 ...) is removed on its own.
 _ST = r"(?:\x1b\\|\x9c)"
 _CSI_BODY = r"[0-?]*[ -/]*[@-~]"
 _OSC_BODY = r"[^\x07\x1b\x9c\n]*(?:\x07|" + _ST + r")?"
-_STR_BODY = r"[^\x1b\x9c]*" + _ST + r"?"
+_STR_BODY = r"[^\x1b\x9c\n]*" + _ST + r"?"
+# The patterns other filters build on (the dashboard keeps colours, so it has its own regex):
+OSC_BODY = _OSC_BODY  # after ESC ] or \x9d
+STRING_BODY = _STR_BODY  # after ESC P/X/^/_ or \x90 \x98 \x9e \x9f
 _TAIL = (
     r"(?:(?<=\x1b)(?:\[" + _CSI_BODY + r"|\]" + _OSC_BODY + r"|[PX^_]" + _STR_BODY + r"|[ -/]*[0-~])"
     r"|(?<=\x9b)" + _CSI_BODY

@@ -46,7 +46,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from hermes_procs.core import logstore
-from hermes_procs.core.text import collapse_cr
+from hermes_procs.core.text import OSC_BODY, STRING_BODY, collapse_cr
 
 __all__ = ["LogPane", "LogReader", "sanitize_line", "render_raw_line"]
 
@@ -59,8 +59,8 @@ _ANY_ESCAPE = re.compile(
         (
             r"(?P<sgr>\x1b\[[0-9;:]*m)",
             r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]",  # other CSI (cursor moves, modes, erase ...)
-            r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?",  # OSC: titles, 8, 52 ...
-            r"(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?",  # DCS SOS PM APC
+            r"(?:\x1b\]|\x9d)" + OSC_BODY,  # OSC: titles, 8, 52 ...
+            r"(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])" + STRING_BODY,  # DCS SOS PM APC (end at ST or newline)
             r"\x1b[ -/]*[0-~]",  # two-character escapes
             r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x1b\x7f\x80-\x9f]+",  # other controls (keeps \t \b \r)
         )
