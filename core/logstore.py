@@ -4,12 +4,18 @@ Layout of a job folder (see docs/internals.md, "Log cap")::
 
     output.log.1     the older segment, present after the first rotation
     output.log       the current segment, append-only
-    logstate.json    {"dropped_bytes": N} once output has been dropped by the cap
+    logstate.json    {"dropped_bytes": N, "first_segment": INODE, "output_dropped": M} once
+                     output has been dropped by the cap (or could not be stored: M)
 
 Absolute byte offsets never go back: the first retained byte (the first byte of
 ``output.log.1``, or of ``output.log`` when there is no older segment) has absolute offset
 ``dropped_bytes``.  Every function here takes absolute offsets and clamps them to what is
 retained.
+
+A read pins the segments it uses: it opens them, checks that they are the ones
+``logstate.json`` describes (``first_segment`` is the inode of ``output.log.1``; a rotation under
+way does not match yet) and reads through those descriptors, so a rotation during the read
+changes nothing it sees.  A reader never fails because the log rotated.
 
 Lines are split on ``b"\\n"`` in the raw bytes (so ``\\r\\n`` is one line break); each line is
 then turned into text with :func:`hermes_procs.core.text.to_text`.  When the cap dropped older
@@ -72,16 +78,28 @@ def segments(jobdir: Path) -> list[Path]:
     return [p for p in (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME) if p.is_file()]
 
 
-def dropped_bytes(jobdir: Path) -> int:
-    """Bytes dropped by the log cap (absolute offset of the first retained byte); 0 if unknown."""
+def _state(jobdir: Path) -> dict:
     try:
         with open(Path(jobdir) / STATE_NAME, "rb") as f:
-            value = json.loads(f.read()).get("dropped_bytes", 0)
-    except (OSError, ValueError, AttributeError):
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return 0
-    return value
+            state = json.loads(f.read(1 << 16))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _count(state: dict, key: str) -> int:
+    value = state.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def dropped_bytes(jobdir: Path) -> int:
+    """Bytes dropped by the log cap (absolute offset of the first retained byte); 0 if unknown."""
+    return _count(_state(jobdir), "dropped_bytes")
+
+
+def output_dropped(jobdir: Path) -> int:
+    """Bytes of output the supervisor could not store (a full disk); 0 if none or unknown."""
+    return _count(_state(jobdir), "output_dropped")
 
 
 class _Rotated(Exception):
@@ -93,17 +111,22 @@ class _Seg(NamedTuple):
     start: int  # absolute offset of its first byte
     size: int
     ino: int
+    fd: int = -1  # an open descriptor of the segment while the layout is pinned
+
+
+PIN_ATTEMPTS = 40  # consistent snapshots tried (a few ms apart) before taking a best effort
 
 
 class _Layout:
     """A consistent snapshot of the retained segments."""
 
-    __slots__ = ("base", "segs", "end")
+    __slots__ = ("base", "segs", "end", "verified")
 
-    def __init__(self, base: int, segs: list[_Seg]) -> None:
+    def __init__(self, base: int, segs: list[_Seg], verified: bool = False) -> None:
         self.base = base
         self.segs = segs
         self.end = segs[-1].start + segs[-1].size if segs else base
+        self.verified = verified  # logstate.json named the first segment, and it matched
 
     @staticmethod
     def _stat(paths: Iterable[Path], base: int) -> list[_Seg]:
@@ -120,15 +143,52 @@ class _Layout:
 
     @classmethod
     def of_jobdir(cls, jobdir: Path) -> "_Layout":
-        paths = (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME)
+        """A pinned snapshot of the job's segments (close() it when done)."""
+        for attempt in range(PIN_ATTEMPTS):
+            layout = cls._pin(jobdir, strict=True)
+            if layout is not None:
+                return layout
+            time.sleep(0.0002 * attempt)
+        return cls._pin(jobdir, strict=False)  # e.g. logstate.json could not be written (disk full)
+
+    @classmethod
+    def _pin(cls, jobdir: Path, strict: bool) -> "_Layout | None":
+        state = _state(jobdir)
+        base = _count(state, "dropped_bytes")
         segs: list[_Seg] = []
-        base = 0
-        for _ in range(5):
-            base = dropped_bytes(jobdir)
-            segs = cls._stat(paths, base)
-            if dropped_bytes(jobdir) == base and cls._same_files(segs):
-                break
-        return cls(base, segs)
+        for path in (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            st = os.fstat(fd)
+            start = segs[-1].start + segs[-1].size if segs else base
+            segs.append(_Seg(path, start, st.st_size, st.st_ino, fd))
+        layout = cls(base, segs)
+        if not strict:
+            return layout
+        first = state.get("first_segment")
+        consistent = (_state(jobdir) == state and cls._same_files(segs)
+                      and (first is None or (bool(segs) and segs[0].path.name == OLD_LOG_NAME
+                                             and segs[0].ino == first)))
+        if consistent:
+            layout.verified = first is not None
+            return layout
+        layout.close()
+        return None
+
+    def close(self) -> None:
+        """Let go of the pinned descriptors; later reads go by path (and may see a rotation)."""
+        for s in self.segs:
+            if s.fd >= 0:
+                os.close(s.fd)
+        self.segs = [s._replace(fd=-1) for s in self.segs]
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finaliser, possibly at interpreter exit
+            pass
 
     @classmethod
     def of_paths(cls, paths: Sequence[Path], base: int = 0) -> "_Layout":
@@ -157,6 +217,12 @@ class _Layout:
             hi = min(end, s.start + s.size)
             if lo >= hi:
                 continue
+            if s.fd >= 0:
+                data = os.pread(s.fd, hi - lo, lo - s.start)
+                if len(data) != hi - lo:  # cannot happen: segments only grow
+                    raise _Rotated(str(s.path))
+                out.append(data)
+                continue
             try:
                 with open(s.path, "rb") as f:
                     if os.fstat(f.fileno()).st_ino != s.ino:
@@ -173,36 +239,30 @@ class _Layout:
 
 def total_bytes(jobdir: Path) -> int:
     """Absolute end offset: dropped bytes + sizes of the retained segments."""
-    return _Layout.of_jobdir(Path(jobdir)).end
+    layout = _Layout.of_jobdir(Path(jobdir))
+    layout.close()
+    return layout.end
 
 
 def read_bytes(jobdir: Path, start: int, end: int | None = None) -> bytes:
     """Bytes between absolute offsets ``start`` and ``end`` (None: to the end), clamped to
     what is retained."""
-    jobdir = Path(jobdir)
-    for attempt in range(5):
-        layout = _Layout.of_jobdir(jobdir)
-        try:
-            return layout.read(start, end)
-        except _Rotated:
-            if attempt == 4:
-                raise RuntimeError(f"log of {jobdir} keeps changing under the reader") from None
-    return b""  # pragma: no cover
+    layout = _Layout.of_jobdir(Path(jobdir))
+    try:
+        return layout.read(start, end)
+    finally:
+        layout.close()
 
 
 def tail_bytes(jobdir: Path, n: int) -> bytes:
     """The last ``n`` retained bytes (across segments), reading nothing else."""
     if n <= 0:
         return b""
-    jobdir = Path(jobdir)
-    for attempt in range(5):
-        layout = _Layout.of_jobdir(jobdir)
-        try:
-            return layout.read(layout.end - n, layout.end)
-        except _Rotated:
-            if attempt == 4:
-                raise RuntimeError(f"log of {jobdir} keeps changing under the reader") from None
-    return b""  # pragma: no cover
+    layout = _Layout.of_jobdir(Path(jobdir))
+    try:
+        return layout.read(layout.end - n, layout.end)
+    finally:
+        layout.close()
 
 
 # --- line index ----------------------------------------------------------------------
@@ -294,6 +354,7 @@ class LineIndex:
         dropped_bytes to logstate.json (it does so right after): the offsets would be off."""
         return (
             self._jobdir is not None
+            and not layout.verified
             and len(self._files) == 2
             and layout.base == self._base
             and bool(layout.segs)
@@ -309,6 +370,7 @@ class LineIndex:
                 for _wait in range(50):
                     if not self._rotation_in_flight(layout):
                         break
+                    layout.close()
                     time.sleep(0.001)
                     layout = self._load()
                 if not self._compatible(layout):
@@ -316,6 +378,8 @@ class LineIndex:
                     changed = True
                 else:
                     changed = layout.end != self._scanned
+                if self._layout is not layout:
+                    self._layout.close()
                 self._layout = layout
                 self._files = [(s.ino, s.size) for s in layout.segs]
                 try:
@@ -325,6 +389,12 @@ class LineIndex:
                     continue
                 return changed
             raise RuntimeError("log keeps changing under the reader")
+
+    def release(self) -> None:
+        """Close the descriptors that pin the indexed segments (the next refresh pins again);
+        a long-lived index should not keep a rotated-out segment's disk space in use."""
+        with self._lock:
+            self._layout.close()
 
     def _scan(self, layout: _Layout) -> None:
         every = CHECKPOINT_EVERY
@@ -439,8 +509,6 @@ def _index_for(jobdir: Path) -> LineIndex:
             _cache.move_to_end(key)
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
-    else:
-        idx.refresh()
     return idx
 
 
@@ -493,24 +561,17 @@ def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200) -> dic
     """
     jobdir = Path(jobdir)
     limit = max(0, int(limit))
-    for attempt in range(5):
-        idx = _index_for(jobdir)
+    idx = _index_for(jobdir)
+    with idx._lock:  # one reader at a time: its segments stay pinned from refresh to release
         try:
-            with idx._lock:
-                total = idx.line_count
-                dropped = idx.dropped_bytes
-                if offset is None:
-                    first = max(0, total - limit)
-                else:
-                    first = max(0, int(offset))
-                spans = idx.spans(first, limit)
-                texts = [_line_text(idx, s, e, LINE_CAP) for s, e in spans]
-            break
-        except _Rotated:
-            with _cache_lock:
-                _cache.pop(os.path.abspath(jobdir), None)
-            if attempt == 4:
-                raise RuntimeError(f"log of {jobdir} keeps changing under the reader") from None
+            idx.refresh()
+            total = idx.line_count
+            dropped = idx.dropped_bytes
+            first = max(0, total - limit) if offset is None else max(0, int(offset))
+            spans = idx.spans(first, limit)
+            texts = [_line_text(idx, s, e, LINE_CAP) for s, e in spans]
+        finally:
+            idx.release()
     count = len(texts)
     if total == 0:
         showing = "no output yet" if dropped == 0 else "no lines retained"
