@@ -63,15 +63,19 @@ def request(jobdir: Path, message: dict, timeout: float | None = 10.0, retry_for
     sock = connect(jobdir, retry_for)
     try:
         sock.settimeout(timeout)
-        sock.sendall(json.dumps(message).encode() + b"\n")
-        return _read_reply(sock)
+        try:
+            sock.sendall(json.dumps(message).encode() + b"\n")
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # turned away (too many clients) before the request arrived: the reply says so
+        return read_reply(sock)
     except (ConnectionResetError, BrokenPipeError) as exc:
         raise SupervisorGone(str(exc)) from exc
     finally:
         sock.close()
 
 
-def _read_reply(sock: socket.socket) -> dict:
+def read_reply(sock: socket.socket) -> dict:
+    """One reply line; the bytes after it (a stream's first output) are in reply["_rest"]."""
     buf = b""
     while b"\n" not in buf:
         chunk = sock.recv(65536)
@@ -80,6 +84,8 @@ def _read_reply(sock: socket.socket) -> dict:
         buf += chunk
     line, rest = buf.split(b"\n", 1)
     reply = json.loads(line)
+    if not isinstance(reply, dict):
+        raise ValueError("the supervisor's reply is not a JSON object")
     reply["_rest"] = rest
     return reply
 
@@ -99,7 +105,7 @@ class Stream:
         sock = connect(jobdir, retry_for=2.0)
         sock.settimeout(10.0)
         sock.sendall(json.dumps({"op": "attach", "input": input, "source": source}).encode() + b"\n")
-        reply = _read_reply(sock)
+        reply = read_reply(sock)
         if not reply.get("ok"):
             sock.close()
             raise SupervisorGone(reply.get("error", "attach refused"))

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 from . import events, listindex, logstore, proctree, protocol, text
+from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
+from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
@@ -45,7 +47,7 @@ def _safe(method):
             return method(self, *args, **kwargs)
         except IdError as exc:
             return {"status": exc.status, "error": str(exc)}
-        except (BadInput, CorruptJob) as exc:
+        except (BadInput, BadNumber, CorruptJob) as exc:
             return {"status": "error", "error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
             return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
@@ -53,27 +55,30 @@ def _safe(method):
     return wrapper
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-        return value if math.isfinite(value) and value > 0 else default
-    except ValueError:
-        return default
+def _env_float(name: str, default: float, maximum: float = MAX_SECONDS) -> float:
+    return _setting(os.environ.get(name), default, maximum)
 
 
-def _number(value, name: str, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadInput(f"{name} must be a number of seconds, not {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise BadInput(f"{name} must be a positive finite number of seconds, not {value!r}")
-    return value
-
-
-def _size(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 10000:
-        raise BadInput(f"{name} must be a whole number from 1 to 9999, not {value!r}")
-    return value
+def _exec_limits(argv: list[str], env: dict) -> None:
+    """What execve(2) would refuse with E2BIG, said before anything is created: one argument or
+    variable longer than MAX_ARG_STRLEN, or all of them together over ARG_MAX."""
+    longest = 32 * os.sysconf("SC_PAGE_SIZE") - 1  # MAX_ARG_STRLEN, less the NUL
+    command = argv[-1].encode(errors="surrogateescape")
+    if len(command) > longest:
+        raise BadInput(f"command is {len(command)} bytes; at most {longest} bytes fit in one exec argument "
+                       "(put a long script in a file and run that)")
+    total = 0
+    for key, value in env.items():
+        size = len(key.encode(errors="surrogateescape")) + 1 + len(value.encode(errors="surrogateescape"))
+        if size > longest:
+            raise BadInput(f"environment variable {key} is {size} bytes; at most {longest} bytes fit in one "
+                           "variable")
+        total += size + 1 + 8
+    total += sum(len(a.encode(errors="surrogateescape")) + 1 + 8 for a in argv)
+    limit = os.sysconf("SC_ARG_MAX") - 4096
+    if total > limit:
+        raise BadInput(f"command and environment are {total} bytes together; at most {limit} bytes can be "
+                       "passed to a new program")
 
 
 class ProcessRegistry:
@@ -106,25 +111,41 @@ class ProcessRegistry:
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime)
         jobdir = self.jobs_dir / meta["session_id"]
-        staging = self.jobs_dir / f".new-{meta['session_id']}"  # the folder appears with its meta.json
-        staging.mkdir(mode=0o700)
-        write_json_atomic(staging / "meta.json", meta)
-        os.rename(staging, jobdir)
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
                 meta["cwd"], "--", *meta["shell"], command]
+        job_env = child_env(env, pty)
+        _exec_limits(argv, job_env)
+        report = {"error": "interrupted"}
+        try:
+            report = self._start_supervisor(meta, jobdir, argv, job_env)
+        except OSError as exc:
+            report = {"error": _os_error(exc)}
+        finally:  # whatever happened, a job folder without a running job is not left behind
+            if "error" in report:
+                shutil.rmtree(jobdir, ignore_errors=True)
+        self._auto_prune()
+        if "error" in report:
+            return {"status": "error", "error": f"Cannot start {_short_command(command)}: {report['error']}"}
+        return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
+                "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
+
+    def _start_supervisor(self, meta: dict, jobdir: Path, argv: list[str], env: dict) -> dict:
+        """Create the job folder (it appears with its meta.json: staged under .new-ID, renamed)
+        and start the supervisor; its report line: {"pid": ...} or {"error": ...}."""
+        staging = self.jobs_dir / f".new-{meta['session_id']}"
+        try:
+            staging.mkdir(mode=0o700)
+            write_json_atomic(staging / "meta.json", meta)
+            os.rename(staging, jobdir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # gone after the rename; left on a failure
         with open(os.open(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as errlog:
             sup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
-                                   env=child_env(env, pty), start_new_session=True, close_fds=True)
+                                   env=env, start_new_session=True, close_fds=True)
         line = sup.stdout.readline()
         sup.stdout.close()
         self._reap_supervisors(sup)
-        self._auto_prune()
-        report = _parse_report(line)
-        if "error" in report:
-            shutil.rmtree(jobdir, ignore_errors=True)
-            return {"status": "error", "error": f"Cannot start {command!r}: {report['error']}"}
-        return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
-                "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
+        return _parse_report(line)
 
     def _reap_supervisors(self, new: subprocess.Popen) -> None:
         """Collect supervisors started here that have finished (they are our children)."""
@@ -147,12 +168,11 @@ class ProcessRegistry:
         if env is not None and not (isinstance(env, dict) and all(
                 isinstance(k, str) and k and "=" not in k and "\0" not in k + str(v) for k, v in env.items())):
             raise BadInput("env must be a dict of variable names to values")
-        _size(rows, "rows")
-        _size(cols, "cols")
+        terminal_size(rows, cols)
         if watch is not None and not (isinstance(watch, list) and all(isinstance(p, str) and p for p in watch)):
             raise BadInput("watch_patterns must be a list of non-empty strings")
         if max_runtime is not None:
-            max_runtime = _number(max_runtime, "max_runtime")
+            max_runtime = seconds(max_runtime, "max_runtime")
         shell = shell_argv(command)[:-1]
         if not shutil.which(shell[0]):
             raise BadInput(f"Shell not found: {shell[0]} (set HERMES_PROCS_SHELL to a shell that exists)")
@@ -161,20 +181,37 @@ class ProcessRegistry:
                 "session_key": str(session_key or ""), "notify_on_complete": bool(notify),
                 "watch_patterns": list(watch or []), "rows": rows, "cols": cols,
                 "max_runtime": max_runtime, "created_at": time.time(), "shell": shell,
-                "log_cap": int(_env_float("HERMES_PROCS_LOG_CAP", 64 << 20)),
+                "log_cap": int(_env_float("HERMES_PROCS_LOG_CAP", 64 << 20, 1 << 50)),
                 "kill_grace": _env_float("HERMES_PROCS_KILL_GRACE", 3.0),
-                "watch_interval": _env_float("HERMES_PROCS_WATCH_INTERVAL", 15.0)}
+                "watch_interval": _env_float("HERMES_PROCS_WATCH_INTERVAL", 15.0, 86400.0)}
 
     # ---- queries -----------------------------------------------------------------------
     @_safe
     def poll(self, session_id) -> dict:
         job = self._job(session_id)
+        live = self._live_status(job)
         result = self._summary(job, preview_chars=1000)
         result["command"] = job.meta["command"]
+        result["output_dropped"] = live.get("output_dropped", 0) if live else _output_dropped(job)
         if not job.running:
             result.update(_outcome_fields(job))
             result["leftover_pids"] = job.leftover_pids()
         return result
+
+    def _live_status(self, job: Job) -> dict | None:
+        """The supervisor's own view of a running job; it holds the exit in memory when the
+        disk refused exit.json (the job then shows as exited). None when it does not answer."""
+        if not job.running:
+            return None
+        try:
+            reply = protocol.request(job.dir, {"op": "status"}, timeout=2.0)
+        except (protocol.SupervisorGone, OSError, ValueError):
+            return None
+        if not reply.get("ok"):
+            return None
+        if isinstance(reply.get("exit"), dict):
+            job.exit = reply["exit"]
+        return reply
 
     def _summary(self, job: Job, preview_chars: int) -> dict:
         result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
@@ -188,10 +225,9 @@ class ProcessRegistry:
 
     @_safe
     def read_log(self, session_id, offset=None, limit: int = 200) -> dict:
-        if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
-            raise BadInput(f"offset must be a line number >= 0, not {offset!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise BadInput(f"limit must be a whole number >= 1, not {limit!r}")
+        if offset is not None:
+            whole(offset, "offset", 0)
+        whole(limit, "limit", 1)
         job = self._job(session_id)
         result = logstore.read_lines(job.dir, offset, min(limit, 100_000))
         return {"status": job.status, "session_id": job.session_id, **result}
@@ -284,14 +320,14 @@ class ProcessRegistry:
         if timeout is None:
             timeout = maximum
         else:
-            timeout = _number(timeout, "timeout")
+            timeout = seconds(timeout, "timeout", maximum=math.inf)
             if timeout > maximum:
                 note = (f"timeout {timeout:g}s was clamped to the maximum of {maximum:g}s "
                         "(HERMES_PROCS_MAX_WAIT); call wait again to keep waiting")
                 timeout = maximum
         job = self._job(session_id)
         if job.running:
-            outcome = self._wait_socket(job, timeout, interrupt)
+            outcome, record = self._wait_socket(job, timeout, interrupt)
             if outcome != "exited":
                 result = {"status": outcome, "session_id": job.session_id,
                           "output": self._tail_text(job, 2000)}
@@ -299,29 +335,32 @@ class ProcessRegistry:
                     result["timeout_note"] = note or f"still running after {timeout:g}s"
                 return result
             job = load(job.dir)
+            if job.exit is None and record is not None:  # not on disk (yet): the supervisor's word
+                job.exit = record
         result = {"status": "exited", "session_id": job.session_id, **_outcome_fields(job),
                   "output": self._tail_text(job, 2000)}
         if note:
             result["timeout_note"] = note
         return result
 
-    def _wait_socket(self, job: Job, timeout: float, interrupt) -> str:
+    def _wait_socket(self, job: Job, timeout: float, interrupt) -> tuple[str, dict | None]:
+        """("exited", the supervisor's exit record or None), ("timeout", None) or ("interrupted", None)."""
         deadline = time.monotonic() + timeout
         try:
             sock = protocol.connect(job.dir, retry_for=2.0)
         except protocol.SupervisorGone:
-            return "exited"
+            return "exited", None
         with sock:
             sock.sendall(b'{"op": "wait"}\n')
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return "timeout"
+                    return "timeout", None
                 if interrupt is not None and interrupt.is_set():
-                    return "interrupted"
+                    return "interrupted", None
                 ready, _, _ = select.select([sock], [], [], min(left, 0.05) if interrupt else left)
                 if ready:
-                    return "exited"
+                    return "exited", _exit_of_reply(sock)
 
     def _tail_text(self, job: Job, chars: int) -> str:
         return text.last_chars(logstore.tail_bytes(job.dir, chars * 4 + 4096), chars)
@@ -380,8 +419,7 @@ class ProcessRegistry:
 
     @_safe
     def resize(self, session_id, rows, cols) -> dict:
-        _size(rows, "rows")
-        _size(cols, "cols")
+        terminal_size(rows, cols)
         job = self._job(session_id)
         if not job.running:
             return self._already_exited(job)
@@ -410,9 +448,12 @@ class ProcessRegistry:
     # ---- kill --------------------------------------------------------------------------
     @_safe
     def kill(self, session_id, grace=None) -> dict:
-        grace = _env_float("HERMES_PROCS_KILL_GRACE", 3.0) if grace is None else _number(
+        grace = _env_float("HERMES_PROCS_KILL_GRACE", 3.0) if grace is None else seconds(
             grace, "grace", allow_zero=True)
-        job = self._job(session_id)
+        try:
+            job = self._job(session_id)
+        except CorruptJob:  # damaged files never block a kill the supervisor can still do
+            return self._kill_damaged(self.job_dir(session_id), grace)
         if job.supervisor_alive:
             reply = self._live(job, {"op": "kill", "grace": grace}, timeout=grace + 30)
             if not reply.get("ok") and reply.get("exited"):  # finished while we asked
@@ -422,6 +463,25 @@ class ProcessRegistry:
             return self._kill_fallback(job, grace)
         job = load(job.dir)
         return self._kill_result(job, survivors, was_running=job.outcome.get("completion_reason") == "killed")
+
+    def _kill_damaged(self, jobdir: Path, grace: float) -> dict:
+        """Kill a job whose folder cannot be read, through its supervisor; the CorruptJob error
+        stands when no supervisor answers."""
+        try:
+            reply = protocol.request(jobdir, {"op": "kill", "grace": grace}, timeout=grace + 30)
+        except (protocol.SupervisorGone, OSError, ValueError):
+            load(jobdir)  # raises the CorruptJob that says what is damaged
+            raise
+        if not reply.get("ok"):
+            return {"status": "error", "session_id": jobdir.name, "error": reply.get("error", "kill failed")}
+        survivors = reply.get("survivors") or []
+        if survivors:
+            return {"status": "error", "session_id": jobdir.name, "survivors": survivors,
+                    "error": f"could not kill {len(survivors)} process(es) of the job: {survivors}"}
+        record = reply.get("exit") if isinstance(reply.get("exit"), dict) else {}
+        return {"status": "killed", "session_id": jobdir.name, "exit_code": record.get("exit_code"),
+                "completion_reason": record.get("completion_reason"), "signal": record.get("signal"),
+                "output": text.last_chars(logstore.tail_bytes(jobdir, 12288), 2000)}
 
     def _kill_fallback(self, job: Job, grace: float) -> dict:
         """Kill without a supervisor: a lost job's tree, or an exited job's leftovers."""
@@ -490,6 +550,36 @@ def _outcome_fields(job: Job) -> dict:
     outcome = job.outcome
     return {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
             "signal": outcome.get("signal")}
+
+
+def _exit_of_reply(sock) -> dict | None:
+    """The exit record in a `wait` reply; None when the supervisor closed or said no more."""
+    try:
+        sock.settimeout(2.0)
+        reply = protocol.read_reply(sock)
+    except (protocol.SupervisorGone, OSError, ValueError):
+        return None
+    record = reply.get("exit")
+    return record if isinstance(record, dict) else None
+
+
+def _output_dropped(job: Job) -> int:
+    """Output bytes the supervisor could not store (disk full): from the exit record, else
+    from logstate.json."""
+    value = (job.exit or {}).get("output_dropped")
+    if value is None:
+        value = logstore.output_dropped(job.dir)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _os_error(exc: OSError) -> str:
+    if isinstance(exc, BlockingIOError):
+        return f"cannot fork: {exc.strerror} (too many processes?)"
+    return f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+
+
+def _short_command(command: str) -> str:
+    return repr(command) if len(command) <= 200 else repr(command[:200]) + f"... ({len(command)} characters)"
 
 
 def _parse_report(line: bytes) -> dict:

@@ -16,8 +16,16 @@ import termios
 PIPE_SIZE = 1 << 20
 
 
+class StartFailed(Exception):
+    """The job could not be started (its exec or chdir failed); the message says why."""
+
+
 def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
-    """Fork and exec the job in its own session; return (pid, out_fd, in_fd) or raise OSError."""
+    """Fork and exec the job in its own session; return (pid, out_fd, in_fd).
+
+    Raises OSError (no PTY, no fork) or StartFailed: the child reports a failed exec through a
+    close-on-exec pipe (as ptyprocess does), so "cannot run X" is an error of the spawn, not
+    output of a job that never ran."""
     if pty:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -32,20 +40,35 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: in
             pass
         out_fd, in_fd = out_r, in_w
         child_fds = (in_r, out_w, out_w)
-    pid = os.fork()
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in {*child_fds, out_fd, in_fd, err_r, err_w}:
+            os.close(fd)
+        raise
     if pid == 0:
         os.umask(umask)
-        _exec_child(pty, child_fds, cwd, argv)
+        _exec_child(pty, child_fds, cwd, argv, err_w)
+    os.close(err_w)
     for fd in set(child_fds):
         os.close(fd)
+    failure = _read_all(err_r)  # empty: the exec succeeded and closed the pipe
+    os.close(err_r)
+    if failure:
+        os.waitpid(pid, 0)
+        for fd in {out_fd, in_fd}:
+            os.close(fd)
+        raise StartFailed(failure.decode(errors="replace"))
     return pid, out_fd, in_fd
 
 
-def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list) -> None:
+def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list, err_fd: int) -> None:
     """In the forked child: own session and terminal, default signals, then exec.
 
-    The registry checked cwd and the shell beforehand; a failure here still reaches the job's
-    output (its stderr) and ends it with status 127, as a shell would.
+    The registry checked cwd and the shell beforehand; a failure here (a race, or an
+    interpreter line naming a missing program) goes to the supervisor through `err_fd` and
+    ends the child with status 127.
     """
     try:
         os.setsid()
@@ -53,7 +76,8 @@ def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list) -> None:
             fcntl.ioctl(fds[0], termios.TIOCSCTTY, 0)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        os.closerange(3, 65536)
+        os.closerange(3, err_fd)
+        os.closerange(err_fd + 1, 65536)
         import signal
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
@@ -61,10 +85,29 @@ def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list) -> None:
         os.execvp(argv[0], argv)
     except OSError as exc:
         what = f"cannot change to directory {cwd}" if exc.filename == cwd else f"cannot run {argv[0]}"
-        os.write(2, f"hermes-procs: {what}: {exc.strerror}\n".encode())
+        _write_quietly(err_fd, f"{what}: {exc.strerror}")
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
-        os.write(2, f"hermes-procs: {exc!r}\n".encode())
+        _write_quietly(err_fd, f"cannot start the job: {exc!r}")
     os._exit(127)
+
+
+def _write_quietly(fd: int, text: str) -> None:
+    try:
+        os.write(fd, text.encode(errors="replace")[:4000])
+    except OSError:
+        pass
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def main(args: list) -> int:
@@ -74,14 +117,20 @@ def main(args: list) -> int:
     _set_subreaper()
     try:
         pid, out_fd, in_fd = start_child(pty, rows, cols, cwd, argv, umask)
-    except OSError as exc:
-        _report('{"error": %s}' % _quote(str(exc)))
+    except (OSError, StartFailed) as exc:
+        _report('{"error": %s}' % _quote(_describe(exc)))
         return 1
     ticks = _start_ticks(pid)
     me = os.getpid()
     proc = ('{"pid": %d, "pid_start": %d, "supervisor_pid": %d, "supervisor_start": %d, '
             '"started_at": %r}' % (pid, ticks, me, _start_ticks(me), _now()))
-    _write_atomic(os.path.join(jobdir, "proc.json"), proc)
+    try:
+        _write_atomic(os.path.join(jobdir, "proc.json"), proc)
+    except OSError as exc:  # e.g. the disk is full: a job nobody can find must not run on
+        os.killpg(pid, 9)
+        os.waitpid(pid, 0)
+        _report('{"error": %s}' % _quote(f"cannot write proc.json: {exc.strerror}"))
+        return 1
     _report(proc)
     from supervisor_loop import Supervisor  # noqa: E402 - loaded only after the job runs
 
@@ -110,14 +159,28 @@ def _now() -> float:
     return time.time()
 
 
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BlockingIOError):
+        return f"cannot fork: {exc.strerror} (too many processes?)"
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+    text = "".join(c if c >= " " else " " for c in text)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _write_atomic(path: str, text: str) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.write(fd, text.encode())
+    try:
+        data = text.encode()
+        if os.write(fd, data) != len(data):
+            raise OSError(28, "No space left on device")
+    except OSError:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
     os.close(fd)
     os.rename(tmp, path)
 

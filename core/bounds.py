@@ -1,0 +1,65 @@
+"""Numeric inputs, checked the same way at every entry point: finite, in range, a clear error.
+
+The registry checks what the API, CLI, agent tool and MCP server pass it; the supervisor checks
+the numbers of socket requests with the same functions. A number out of range is rejected (a
+`BadNumber` whose message names the input and its range), never passed on to `select()`,
+`sleep()` or an ioctl where it would overflow or spin.
+
+Stdlib only and no package-relative imports: the supervisor imports this file as `bounds`.
+"""
+
+import math
+
+MAX_SECONDS = 366 * 86400.0  # a year: the longest max_runtime, kill grace or wait taken
+MAX_TERMINAL = 9999  # rows and columns of a PTY
+
+
+class BadNumber(ValueError):
+    """A numeric input that is not a number, not finite, or out of its range."""
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def seconds(value, name: str, *, allow_zero: bool = False, maximum: float = MAX_SECONDS) -> float:
+    """A duration in seconds: a real number, finite, > 0 (or >= 0), at most `maximum`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadNumber(f"{name} must be a number of seconds, not {_shown(value)}")
+    try:
+        value = float(value)
+    except OverflowError:  # an int too big for a float
+        value = math.inf
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        least = "0 or more" if allow_zero else "more than 0"
+        raise BadNumber(f"{name} must be a finite number of seconds, {least}, not {_shown(value)}")
+    if value > maximum:
+        raise BadNumber(f"{name} must be at most {maximum:g} seconds, not {value:g}")
+    return value
+
+
+def whole(value, name: str, lowest: int, highest: int | None = None) -> int:
+    """A whole number in [lowest, highest] (no upper bound when `highest` is None)."""
+    if (isinstance(value, bool) or not isinstance(value, int) or value < lowest
+            or (highest is not None and value > highest)):
+        span = f"from {lowest} to {highest}" if highest is not None else f">= {lowest}"
+        raise BadNumber(f"{name} must be a whole number {span}, not {_shown(value)}")
+    return value
+
+
+def terminal_size(rows, cols) -> tuple:
+    """PTY rows and columns, each 1..MAX_TERMINAL."""
+    return whole(rows, "rows", 1, MAX_TERMINAL), whole(cols, "cols", 1, MAX_TERMINAL)
+
+
+def setting(raw, default: float, maximum: float) -> float:
+    """A positive number from an environment setting; `default` when unset or not a number,
+    `maximum` when larger (a setting never makes the supervisor sleep or wait without end)."""
+    try:
+        value = float(raw) if raw is not None else default
+    except (TypeError, ValueError):
+        return default
+    if not math.isfinite(value) or value <= 0:
+        return default
+    return min(value, maximum)

@@ -1,0 +1,69 @@
+"""Issue 8 class 16 and issue 10 item 7: a spawn that cannot work is refused first with a clear
+error, and a spawn that fails (exec, fork) leaves nothing behind: no folder, no ghost row."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def _nothing_left(registry, home) -> None:
+    assert sorted(os.listdir(home / "jobs")) == []
+    assert registry.list() == []
+
+
+@pytest.mark.parametrize("size", [131_072, 1_100_000])
+def test_command_too_long_for_exec(registry, home, size):
+    result = registry.spawn("echo " + "x" * size)
+    assert result["status"] == "error" and "exec argument" in result["error"], result
+    assert len(result["error"]) < 400
+    _nothing_left(registry, home)
+
+
+def test_env_value_too_long_for_exec(registry, home):
+    result = registry.spawn("true", env={"BIG": "x" * 200_000})
+    assert result["status"] == "error" and "BIG" in result["error"], result
+    _nothing_left(registry, home)
+
+
+def test_env_too_large_in_total(registry, home):
+    env = {f"V{i}": "x" * 100_000 for i in range(40)}  # each fits, together far over ARG_MAX
+    result = registry.spawn("true", env=env)
+    assert result["status"] == "error" and "together" in result["error"], result
+    _nothing_left(registry, home)
+
+
+@pytest.mark.parametrize("pty", [False, True])
+def test_exec_failure_is_a_clear_spawn_error(registry, home, tmp_path, monkeypatch, pty):
+    shell = tmp_path / "badshell"
+    shell.write_text("#!/nonexistent/interpreter\n")
+    shell.chmod(0o755)
+    monkeypatch.setenv("HERMES_PROCS_SHELL", f"{shell} -c")
+    result = registry.spawn("echo hi", pty=pty)
+    assert result["status"] == "error", result
+    assert "cannot run" in result["error"] and "No such file" in result["error"], result
+    _nothing_left(registry, home)
+
+
+SPAWN = ("import json, os, sys; from hermes_procs.core import ProcessRegistry; "
+         "reg = ProcessRegistry(sys.argv[1]); "
+         "sys.stdin.readline(); "  # the test moves us into the pids cgroup meanwhile
+         "print(json.dumps([reg.spawn('echo hi'), os.listdir(reg.jobs_dir), reg.list()]))")
+
+
+@pytest.mark.parametrize("max_pids, who", [(1, "registry"), (2, "supervisor")])
+def test_fork_failure_leaves_nothing(tmp_path, pids_cgroup, max_pids, who):
+    """EAGAIN from fork: in the registry (no supervisor) or in the supervisor (no job)."""
+    _group, enter = pids_cgroup
+    proc = subprocess.Popen([sys.executable, "-c", SPAWN, str(tmp_path / "home")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    enter(proc.pid, max_pids)
+    out, err = proc.communicate("go\n", timeout=60)
+    result, names, rows = json.loads(out)
+    assert result["status"] == "error", (who, result, err)
+    assert "fork" in result["error"] or "temporarily unavailable" in result["error"], result
+    assert names == [] and rows == []
