@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench bench-full screenshots demo clean
+.PHONY: run test lint bench bench-full screenshots demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/hermes-procs demo
 
+# ruff, import-linter (the layer contracts in pyproject.toml) and mypy: see tools/lint.py
+lint: $(STAMP)
+	$(BIN)/python tools/lint.py
+
 test: $(STAMP)
+	$(BIN)/python tools/lint.py import-linter
 	$(BIN)/python -m pytest -n 2 -q
 
 bench: $(STAMP)

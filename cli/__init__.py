@@ -1,3 +1,1 @@
-"""hermes-procs: durable background jobs shared by AI agents and humans."""
-
-__version__ = "0.1.0"
+"""The `hermes-procs` command line (`hermes_procs.cli`): a thin client of the registry core."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Annotated, Any, List, Optional
+from typing import Annotated, Any, List, Optional, Protocol
 
 import typer
 
@@ -248,22 +248,29 @@ def _root(
         _dashboard(home, demo=False)
 
 
+class Dashboard(Protocol):
+    """The dashboard, plugged in by the entry point (`hermes_procs.main`): cli/ never imports
+    tui/ (import-linter checks it)."""
+
+    def run(self, home: Optional[str], demo: bool) -> int: ...
+
+    def start_demo(self, registry: Any) -> list[dict]: ...
+
+
+DASHBOARD: Optional[Dashboard] = None
+
+
+def _plugged_dashboard() -> Dashboard:
+    if DASHBOARD is None:
+        raise CliError(f"the dashboard is not plugged in here; run `{PROG}` or `python -m hermes_procs`")
+    return DASHBOARD
+
+
 def _dashboard(home: Optional[str], demo: bool) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
-    try:
-        from hermes_procs.tui.app import run as tui_run
-    except ImportError as exc:
-        if demo:
-            raise CliError(
-                f"the dashboard is not available ({exc}); sample jobs were not started"
-            ) from exc
-        raise CliError(
-            f"the dashboard is not available ({exc}); install the 'tui' extra: "
-            "pip install 'hermes-procs[tui]'"
-        ) from exc
-    rc = tui_run(home, demo=demo)
-    if isinstance(rc, int) and rc:
+    rc = _plugged_dashboard().run(home, demo)
+    if rc:
         raise typer.Exit(rc)
 
 
@@ -284,22 +291,14 @@ def demo_cmd(
 ) -> None:
     """Start a few sample jobs, then open the dashboard.
 
-    Without a terminal (or with --no-tui, or when the dashboard is not installed) the
-    sample jobs are started and listed instead.
+    Without a terminal (or with --no-tui) the sample jobs are started and listed instead.
     """
     home, _ = _opts(ctx, home)
     if not no_tui and sys.stdin.isatty() and sys.stdout.isatty():
-        try:
-            import hermes_procs.tui.app  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            _dashboard(home, demo=True)
-            return
-    from hermes_procs.tui.demo import start_demo  # stdlib only; no Textual
-
+        _dashboard(home, demo=True)
+        return
     reg = _registry(home)
-    for r in start_demo(reg):
+    for r in _plugged_dashboard().start_demo(reg):
         if r.get("status") in ERROR_STATUSES:
             _err(r.get("error", "a sample job failed to start"))
     _print_table(reg.list(), show_all=True)
@@ -522,7 +521,8 @@ def log_cmd(
     if follow:
         if as_json:
             raise CliError("--follow and --json cannot be combined (use `events --follow` for JSON lines)")
-        from hermes_procs.attach import AttachError, follow_log
+        from hermes_procs.cli.follow import follow_log
+        from hermes_procs.core.livestream import AttachError
 
         try:
             rc = follow_log(reg, session_id, limit=limit, offset=offset, raw=raw)
@@ -736,7 +736,7 @@ def attach_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None) -> N
     home, _ = _opts(ctx, home)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("attach needs a terminal on stdin and stdout")
-    from hermes_procs.attach import AttachError, attach_terminal
+    from hermes_procs.core.attach import AttachError, attach_terminal
 
     reg = _registry(home)
     try:
@@ -802,9 +802,13 @@ def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False
 # --------------------------------------------------------------------------- entry point
 
 
-def main(argv: Optional[List[str]] = None) -> None:
-    """Console-script entry: run the app, map every failure to one stderr line."""
+def main(argv: Optional[List[str]] = None, dashboard: Optional[Dashboard] = None) -> None:
+    """Run the command line, mapping every failure to one stderr line; `dashboard` is what
+    no subcommand, `tui` and `demo` open (see `hermes_procs.main`)."""
     import signal
+
+    global DASHBOARD
+    DASHBOARD = dashboard
 
     from typer import _click
 
@@ -853,7 +857,3 @@ def _quiet_broken_pipe() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -1,5 +1,5 @@
 """`python -m hermes_procs`: the same as the `hermes-procs` command."""
 
-from hermes_procs.commands import main
+from hermes_procs import main
 
 main()

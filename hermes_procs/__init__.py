@@ -1,0 +1,37 @@
+"""hermes-procs: durable background jobs shared by AI agents and humans.
+
+The distribution's top-level package holds only this and `__main__`; the code lives in its
+subpackages, one folder each: `hermes_procs.core` (core/: the registry, the supervisor, the
+agent tool and MCP server), `hermes_procs.cli` (cli/: the `hermes-procs` command) and
+`hermes_procs.tui` (tui/: the Textual dashboard). `main` is the `hermes-procs` command: the CLI
+with the dashboard plugged in, so that cli/ and tui/ never import each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+class _Dashboard:
+    """The dashboard as the CLI sees it (cli.commands.Dashboard); Textual loads only on `run`."""
+
+    @staticmethod
+    def run(home: str | None, demo: bool) -> int:
+        from hermes_procs.tui.app import run
+
+        return run(home, demo=demo)
+
+    @staticmethod
+    def start_demo(registry: Any) -> list[dict[str, Any]]:
+        from hermes_procs.tui.demo import start_demo  # stdlib only: no Textual
+
+        return start_demo(registry)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `hermes-procs` console script (also `python -m hermes_procs`)."""
+    from hermes_procs.cli import commands
+
+    commands.main(argv, dashboard=_Dashboard())
