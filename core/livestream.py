@@ -49,12 +49,19 @@ def last_lines(data: bytes, count: int) -> bytes:
 
 def log_before(registry: Any, session_id: str, end: int | None, *, max_lines: int | None = None,
                max_bytes: int = 1 << 20) -> bytes:
-    """The raw log bytes before absolute offset `end` (None: the current end), at most
-    `max_bytes`, cut to the last `max_lines` lines when given."""
+    """The raw log bytes before absolute offset `end` (None: the current end): the last
+    `max_bytes`, or, when `max_lines` is given, the last `max_lines` lines (read in windows
+    from `max_bytes` up, doubling, until they hold that many lines or reach the log's start)."""
     jobdir = registry.job_dir(session_id)
-    data = (logstore.tail_bytes(jobdir, max_bytes) if end is None
-            else logstore.read_bytes(jobdir, max(0, end - max_bytes), end))
-    return data if max_lines is None else last_lines(data, max_lines)
+    end = logstore.total_bytes(jobdir) if end is None else end
+    size = max_bytes
+    while True:
+        data = logstore.read_bytes(jobdir, max(0, end - size), end)
+        if max_lines is None:
+            return data
+        if len(data) < size or data.count(b"\n") > max_lines:
+            return last_lines(data, max_lines)
+        size *= 2
 
 
 def exit_summary(registry: Any, session_id: str, wait_s: float = 2.0) -> tuple[str, JobInfo | None]:
