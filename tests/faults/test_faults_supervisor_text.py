@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_procs.attach import TextFilter
+from hermes_procs.core.textfilter import TextFilter
 from hermes_procs.core.text import to_text
 from hermes_procs.tui.log_pane import sanitize_line
 
