@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 
 class _Dashboard:
-    """The dashboard as the CLI sees it (cli.commands.Dashboard); Textual loads only on `run`."""
+    """The dashboard as the CLI sees it (cli.cmd_dashboard.Dashboard); Textual loads only on `run`."""
 
     @staticmethod
     def run(home: str | None, demo: bool) -> int:
@@ -32,6 +32,6 @@ class _Dashboard:
 
 def main(argv: list[str] | None = None) -> None:
     """The `hermes-procs` console script (also `python -m hermes_procs`)."""
-    from hermes_procs.cli import commands
+    from hermes_procs.cli.main import main as cli_main
 
-    commands.main(argv, dashboard=_Dashboard())
+    cli_main(argv, dashboard=_Dashboard())

@@ -163,9 +163,7 @@ def test_log_follow_streams_until_exit(cli, home):
 
 def test_wait_timeout_and_exit_code(cli):
     sid = start(cli, "--", "sleep 30")
-    t0 = time.monotonic()
-    one_error_line(cli("wait", sid, "--timeout", "0.3"), "timed out", sid)
-    assert time.monotonic() - t0 < 5
+    one_error_line(cli("wait", sid, "--timeout", "0.3"), "timed out", sid)  # the job sleeps 30 s
     res = cli("wait", sid, "--timeout", "0.2", "--json")
     assert res.returncode == 1 and json.loads(res.stdout)["status"] == "timeout"
     cli("kill", sid, "--grace", "0.5", check=0)

@@ -1,0 +1,35 @@
+"""The typer app every command module adds its commands to, and its root options.
+
+Start-up cost matters (`hermes-procs ls` is run in loops by scripts): the CLI imports only
+typer, the standard library and the registry core at import time; rich, the dashboard, the MCP
+server and the text helpers are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from . import fastcoerce
+from .options import HomeOpt, JsonOpt
+from .output import PROG
+
+fastcoerce.install()
+
+app = typer.Typer(
+    name=PROG,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    invoke_without_command=True,
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Durable background jobs shared by AI agents and humans.\n\nWithout a subcommand: the dashboard.",
+)
+
+
+@app.callback()
+def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    ctx.obj = {"home": home, "json": as_json}
+    if ctx.invoked_subcommand is None:
+        from .cmd_dashboard import open_dashboard
+
+        open_dashboard(home, demo=False)

@@ -1,0 +1,107 @@
+"""Commands that wait for, stop or signal a job: `wait`, `kill`, `signal`."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Optional
+
+import typer
+
+from hermes_procs.core.model import JobInfo, Signal
+
+from .app import app
+from .options import HomeOpt, IdArg, JsonOpt, opts, registry
+from .output import CliError, check, emit, status_line
+
+WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
+
+
+def _wait_for(reg: Any, session_id: str, timeout: Optional[float], as_json: bool) -> dict[str, Any]:
+    """registry.wait in chunks until the job ends or `timeout` (None: for ever) passes."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = WAIT_CHUNK if deadline is None else max(0.001, min(WAIT_CHUNK, deadline - time.monotonic()))
+        result: dict[str, Any] = check(reg.wait(session_id, timeout=step), as_json)
+        if result.get("status") != "timeout":
+            return result
+        if deadline is not None and time.monotonic() >= deadline - 0.001:
+            return result
+
+
+@app.command("wait")
+def wait_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    timeout: Annotated[
+        Optional[float],
+        typer.Option("--timeout", metavar="S", help="Give up after S seconds (default: wait for ever)."),
+    ] = None,
+    exit_code: Annotated[
+        bool,
+        typer.Option("--exit-code", help="Exit with the job's own exit status (128+N when killed by signal N)."),
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Wait for a job to end.
+
+    Exit status: 0 when it has ended (whatever its code; --exit-code passes the job's own
+    status through), 1 on timeout or error, 130 when interrupted with Ctrl-C.
+    """
+    home, as_json = opts(ctx, home, as_json)
+    reg = registry(home)
+    if timeout is not None and not timeout > 0:
+        emit(reg.wait(session_id, timeout=timeout), as_json)  # the API's error for a bad timeout
+        raise CliError("--timeout must be a positive number of seconds")
+    result = _wait_for(reg, session_id, timeout, as_json)
+    job = JobInfo.from_dict(result, session_id)
+    if result.get("status") == "timeout":
+        result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
+        result["error"] = f"timed out after {timeout:g}s waiting for {job.session_id} (still running)"
+    emit(result, as_json, lambda r: status_line(job), errors=("timeout",))
+    if result.get("status") == "interrupted":
+        raise typer.Exit(130)
+    if exit_code:
+        raise typer.Exit(job.shell_exit_code())
+
+
+def _killed_text(result: dict[str, Any]) -> str:
+    job = JobInfo.from_dict(result)
+    if job.status == "already_exited":
+        return job.already_exited(verb="had")
+    return f"{job.session_id} {job.ended_phrase()}"
+
+
+@app.command("kill")
+def kill_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    grace: Annotated[
+        Optional[float],
+        typer.Option("--grace", metavar="S",
+                     help="Seconds between SIGTERM and SIGKILL (default 3, $HERMES_PROCS_KILL_GRACE)."),
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Kill a job's whole process tree (SIGTERM, grace, SIGKILL)."""
+    home, as_json = opts(ctx, home, as_json)
+    kwargs = {} if grace is None else {"grace": grace}
+    emit(registry(home).kill(session_id, **kwargs), as_json, _killed_text)
+
+
+@app.command("signal")
+def signal_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    sig: Annotated[str, typer.Argument(metavar="SIG", help="INT, TERM, HUP, USR1, 2, SIGINT, ...")],
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one signal to a job's process group (no kill logic)."""
+    home, as_json = opts(ctx, home, as_json)
+    try:
+        name = Signal.parse(sig).name
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    emit(registry(home).signal(session_id, name), as_json, errors=("already_exited",))

@@ -1,0 +1,76 @@
+"""Commands: `tui` (also no subcommand) and `demo`.
+
+The dashboard is plugged in by the entry point (`hermes_procs.main`, through `plug`): cli/
+never imports tui/ (import-linter checks it).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, Optional, Protocol
+
+import typer
+
+from .app import app
+from .jobtable import jobs_text
+from .options import HomeOpt, opts, registry
+from .output import ERROR_STATUSES, PROG, CliError, err, out
+
+
+class Dashboard(Protocol):
+    """What `tui` and `demo` open."""
+
+    def run(self, home: Optional[str], demo: bool) -> int: ...
+
+    def start_demo(self, registry: Any) -> list[dict[str, Any]]: ...
+
+
+_dashboard: Optional[Dashboard] = None
+
+
+def plug(dashboard: Optional[Dashboard]) -> None:
+    """Set the dashboard the commands open (None: they say it is not available)."""
+    global _dashboard
+    _dashboard = dashboard
+
+
+def _plugged() -> Dashboard:
+    if _dashboard is None:
+        raise CliError(f"the dashboard is not plugged in here; run `{PROG}` or `python -m hermes_procs`")
+    return _dashboard
+
+
+def open_dashboard(home: Optional[str], demo: bool) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
+    rc = _plugged().run(home, demo)
+    if rc:
+        raise typer.Exit(rc)
+
+
+@app.command("tui")
+def tui_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
+    """Open the dashboard (the same as no subcommand)."""
+    home, _ = opts(ctx, home)
+    open_dashboard(home, demo=False)
+
+
+@app.command("demo")
+def demo_cmd(
+    ctx: typer.Context,
+    home: HomeOpt = None,
+    no_tui: Annotated[bool, typer.Option("--no-tui", help="Only start the sample jobs and list them.")] = False,
+) -> None:
+    """Start a few sample jobs, then open the dashboard.
+
+    Without a terminal (or with --no-tui) the sample jobs are started and listed instead.
+    """
+    home, _ = opts(ctx, home)
+    if not no_tui and sys.stdin.isatty() and sys.stdout.isatty():
+        open_dashboard(home, demo=True)
+        return
+    reg = registry(home)
+    for result in _plugged().start_demo(reg):
+        if result.get("status") in ERROR_STATUSES:
+            err(result.get("error", "a sample job failed to start"))
+    out(jobs_text(reg.list(), show_all=True, tty=sys.stdout.isatty()))

@@ -1,0 +1,154 @@
+"""Commands that start and look at jobs: `run`, `ls`, `poll`, `log`."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Annotated, Any, Optional
+
+import typer
+
+from hermes_procs.core.model import JobInfo
+
+from .app import app
+from .jobtable import jobs_text
+from .options import HomeOpt, IdArg, JsonOpt, opts, registry
+from .output import CliError, emit, status_line
+
+
+def _join_command(words: list[str]) -> str:
+    """One word is used as-is (`run 'make -j4 && make test'`); several are shell-quoted."""
+    return words[0] if len(words) == 1 else shlex.join(words)
+
+
+def _env(items: Optional[list[str]]) -> Optional[dict[str, str]]:
+    if not items:
+        return None
+    env = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--env wants KEY=VALUE, got {item!r}")
+        env[key] = value
+    return env
+
+
+@app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def run_cmd(
+    ctx: typer.Context,
+    command: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="-- COMMAND...", help="The command (run with bash -c).", show_default=False),
+    ] = None,
+    pty: Annotated[bool, typer.Option("--pty", help="Run in a pseudo-terminal.")] = False,
+    name: Annotated[Optional[str], typer.Option("--name", metavar="N", help="A label.")] = None,
+    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="D", help="Working directory.")] = None,
+    notify: Annotated[bool, typer.Option("--notify", help="Emit a completion event when it ends.")] = False,
+    watch: Annotated[
+        Optional[list[str]],
+        typer.Option("--watch", metavar="PATTERN",
+                     help="Emit a watch_match event for lines containing PATTERN (repeatable)."),
+    ] = None,
+    max_runtime: Annotated[
+        Optional[float],
+        typer.Option("--max-runtime", metavar="S", help="Kill the job after S seconds (ends timed_out)."),
+    ] = None,
+    rows: Annotated[Optional[int], typer.Option("--rows", metavar="R", help="PTY rows (default 30).")] = None,
+    cols: Annotated[Optional[int], typer.Option("--cols", metavar="C", help="PTY columns (default 120).")] = None,
+    env: Annotated[
+        Optional[list[str]],
+        typer.Option("--env", "-e", metavar="KEY=VALUE", help="Add or override an environment variable (repeatable)."),
+    ] = None,
+    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Task id to file the job under.")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start COMMAND as a durable background job and print its session id.
+
+    Options go before COMMAND; use `--` before a command that starts with a dash.
+    Several words are shell-quoted and joined; one word is used as-is (so
+    `run 'make -j4 && make test'` works).
+    """
+    home, as_json = opts(ctx, home, as_json)
+    if not command:
+        raise CliError("run needs a command, e.g. hermes-procs run -- make test")
+    given = {"cwd": cwd, "name": name, "notify_on_complete": notify or None, "watch_patterns": watch or None,
+             "max_runtime": max_runtime, "rows": rows, "cols": cols, "task_id": task, "env": _env(env)}
+    kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    result = registry(home).spawn(_join_command(command), pty=pty, **kwargs)
+    emit(result, as_json, lambda r: str(r["session_id"]))
+
+
+@app.command("ls")
+def ls_cmd(
+    ctx: typer.Context,
+    show_all: Annotated[
+        bool, typer.Option("--all", "-a", help="Show every finished job (default: running + the 20 newest finished).")
+    ] = False,
+    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Only jobs of this task id.")] = None,
+    session_key: Annotated[
+        Optional[str], typer.Option("--session-key", metavar="K", help="Only jobs of this session key.")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List jobs, newest first. `--json` prints the API's full list."""
+    home, as_json = opts(ctx, home, as_json)
+    result = registry(home).list(task_id=task, session_key=session_key)
+    emit(result, as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
+
+
+def _poll_text(result: dict[str, Any]) -> str:
+    lines = [status_line(JobInfo.from_dict(result))]
+    if result.get("command"):
+        lines.append(f"$ {result['command']}")
+    if result.get("leftover_pids"):
+        lines.append("leftover pids: " + " ".join(str(p) for p in result["leftover_pids"]))
+    preview = (result.get("output_preview") or "").rstrip("\n")
+    if preview:
+        lines += ["--- output (tail) ---", preview]
+    return "\n".join(lines)
+
+
+@app.command("poll")
+def poll_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Status of one job and a preview of its latest output."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).poll(session_id), as_json, _poll_text)
+
+
+@app.command("log")
+def log_cmd(
+    ctx: typer.Context,
+    session_id: IdArg,
+    offset: Annotated[
+        Optional[int],
+        typer.Option("--offset", metavar="N", help="First line (0-based); default: the last --limit lines."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Number of lines.")] = 200,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Then stream live output until the job exits.")
+    ] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="With --follow: write the job's bytes unfiltered (escape sequences included).")
+    ] = False,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a job's output (ANSI stripped).  --follow streams it until the job exits."""
+    home, as_json = opts(ctx, home, as_json)
+    reg = registry(home)
+    if follow:
+        if as_json:
+            raise CliError("--follow and --json cannot be combined (use `events --follow` for JSON lines)")
+        from hermes_procs.core.livestream import AttachError
+
+        from .follow import follow_log
+
+        try:
+            rc = follow_log(reg, session_id, limit=limit, offset=offset, raw=raw)
+        except AttachError as exc:
+            raise CliError(str(exc)) from None
+        raise typer.Exit(rc)
+    kwargs: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
+    emit(reg.read_log(session_id, **kwargs), as_json, lambda r: r.get("output") or "")

@@ -1,0 +1,57 @@
+"""Commands for the home as a whole: `events`, `prune`, `mcp`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .app import app
+from .options import HomeOpt, JsonOpt, opts, registry
+from .output import ERROR_STATUSES, CliError, check, emit, print_json
+
+
+@app.command("mcp")
+def mcp_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
+    """Run the MCP server on stdio."""
+    home, _ = opts(ctx, home)
+    try:
+        from hermes_procs.core.mcp_server import serve
+    except ImportError as exc:
+        raise CliError(f"the MCP server is not available ({exc}); install the 'mcp' extra") from exc
+    serve(home)
+
+
+@app.command("events")
+def events_cmd(
+    ctx: typer.Context,
+    consumer: Annotated[
+        str, typer.Option("--consumer", metavar="NAME", help="Cursor name; each consumer sees each event once.")
+    ] = "cli",
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep waiting for new events.")] = False,
+    types: Annotated[
+        Optional[list[str]], typer.Option("--type", metavar="TYPE", help="Only events of this type (repeatable).")
+    ] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,  # accepted for symmetry: output is always JSON lines
+) -> None:
+    """Print undelivered events as JSON lines (one object per line), exactly once per consumer."""
+    home, _ = opts(ctx, home, as_json)
+    from hermes_procs.core.events_stream import iter_events
+
+    reg = registry(home)
+    try:
+        for event in iter_events(reg, consumer, follow, types=list(types) if types else None):
+            if event.get("status") in ERROR_STATUSES and "type" not in event:
+                check(event, False)
+            print_json(event)
+    except KeyboardInterrupt:  # Ctrl-C is how --follow ends
+        return
+
+
+@app.command("prune")
+def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Delete finished jobs past retention (7 days or the newest 200). Running jobs are kept."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).prune(), as_json,
+         lambda r: f"pruned {r['pruned']} finished job{'s' if r['pruned'] != 1 else ''}")

@@ -1,0 +1,77 @@
+"""`main`: the command line run as a program, every failure mapped to one stderr line.
+
+The command modules (cmd_*.py, one per group) add their commands to the typer app
+(app.py) when imported here; options.py holds the argument definitions and output.py the
+one output function.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Optional
+
+import typer
+from typer import _click
+
+# isort: off  (the order of these imports is the order of the commands in --help)
+from . import cmd_control, cmd_dashboard, cmd_input, cmd_jobs, cmd_service  # noqa: F401 - they add the commands
+
+# isort: on
+from .app import app
+from .cmd_dashboard import Dashboard, plug
+from .output import PROG, CliError, err
+
+__all__ = ["Dashboard", "main"]
+
+
+def main(argv: Optional[list[str]] = None, dashboard: Optional[Dashboard] = None) -> None:
+    """Run the command line and exit with its status; `dashboard` is what no subcommand, `tui`
+    and `demo` open (plugged in by `hermes_procs.main`). HERMES_PROCS_DEBUG=1 shows the
+    traceback of an unexpected internal error."""
+    plug(dashboard)
+    # Started in the background (`cmd &`, some test runners) SIGINT arrives ignored; the follow
+    # commands must still stop on Ctrl-C / SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    code = _run(argv)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
+
+
+def _run(argv: Optional[list[str]]) -> int:
+    try:
+        rv = app(args=argv, prog_name=PROG, standalone_mode=False)
+        return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+    except CliError as exc:
+        err(exc.message)
+        return exc.code
+    except typer.Exit as exc:  # raised outside the click context
+        return exc.exit_code
+    except _click.exceptions.ClickException as exc:  # usage errors, bad option values
+        err(exc.format_message())
+    except typer.Abort:
+        err("aborted")
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except Exception as exc:  # noqa: BLE001 - never a traceback for users
+        if os.environ.get("HERMES_PROCS_DEBUG"):
+            raise
+        err(f"internal error: {type(exc).__name__}: {exc}")
+    return 1
+
+
+def _quiet_broken_pipe() -> None:
+    # Further writes to stdout would raise again at interpreter exit.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,41 @@
+"""Argument definitions shared by the commands, and the two things every command starts with:
+its --home/--json (`opts`) and the registry over that home (`registry`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .output import CliError
+
+HomeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--home",
+        metavar="PATH",
+        help="State home (default: $HERMES_PROCS_HOME, $HERMES_HOME/procs, ~/.hermes/procs).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the Python API's result as one JSON document.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (>= 4 hex).")]
+EscOpt = Annotated[
+    bool, typer.Option("--escapes", "-E", help="Interpret backslash escapes in DATA (\\n, \\r, \\x03, \\e, ...).")
+]
+
+
+def opts(ctx: typer.Context, home: Optional[str], as_json: bool = False) -> tuple[Optional[str], bool]:
+    """Merge per-command --home/--json with the ones given before the subcommand."""
+    root = ctx.obj or {}
+    return (home if home is not None else root.get("home")), bool(as_json or root.get("json"))
+
+
+def registry(home: Optional[str]) -> Any:
+    """The ProcessRegistry over `home`; a CliError when the home cannot be used."""
+    from hermes_procs.core import ProcessRegistry
+
+    try:
+        return ProcessRegistry(home=home)
+    except Exception as exc:  # noqa: BLE001 - bad home, permissions, ...: one line for the user
+        raise CliError(f"cannot open state home {home or '(default)'}: {exc}") from exc

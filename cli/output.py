@@ -1,0 +1,120 @@
+"""How the CLI speaks: `emit`, the one output function (the API's dict as JSON with --json, or
+a human rendering), one-line errors (`CliError`), and the formatting of durations, times and
+status lines.
+
+Errors are one line on stderr, `hermes-procs: error: <sentence>`, exit status 1; never a
+traceback. With --json an error result is printed as JSON first, so scripts get the details.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, Union
+
+from hermes_procs.core.model import JobInfo
+
+PROG = "hermes-procs"
+ERROR_STATUSES = ("error", "not_found")
+
+Result = Union[dict[str, Any], list[dict[str, Any]]]
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line on stderr, exit status `code`."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def err(message: str) -> None:
+    """`hermes-procs: error: <message on one line>` on stderr."""
+    line = " ".join(str(message).split()) or "unknown error"
+    sys.stderr.write(f"{PROG}: error: {line}\n")
+    sys.stderr.flush()
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def emit(result: Any, as_json: bool, human: Callable[[Any], str | None] | None = None, *,
+         errors: tuple[str, ...] = ()) -> Any:
+    """Print a registry result the one way every command does, and return it.
+
+    A status in ERROR_STATUSES or `errors` raises CliError with the result's `error` (with
+    --json the result is printed first). Otherwise --json prints the result as one JSON
+    document, and without it `human(result)` is printed when it gives text."""
+    check(result, as_json, errors)
+    if as_json:
+        print_json(result)
+    elif human is not None:
+        text = human(result)
+        if text:
+            out(text)
+    return result
+
+
+def check(result: Any, as_json: bool, errors: tuple[str, ...] = ()) -> Any:
+    """The error half of `emit`: raise CliError for an error result (printed first with --json)."""
+    status = result.get("status") if isinstance(result, dict) else None  # list() gives a list
+    if status in ERROR_STATUSES or status in errors:
+        if as_json:
+            print_json(result)
+        raise CliError(_error_message(result))
+    return result
+
+
+def _error_message(result: dict[str, Any]) -> str:
+    job = JobInfo.from_dict(result, "the process")
+    if job.status == "already_exited":
+        return job.already_exited()
+    message = job.error or job.status
+    if result.get("survivors"):
+        message += " (survivors: " + " ".join(str(p) for p in result["survivors"]) + ")"
+    return message
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """12.5s, 3m07s, 2h05m, 1d03h; "-" when unknown."""
+    if seconds is None or seconds < 0:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    s = int(seconds)
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def fmt_started(started: float) -> str:
+    """Epoch seconds as the local time of day (today) or date and time; "-" when unknown."""
+    if not started:
+        return "-"
+    local = time.localtime(started)
+    if time.strftime("%Y-%m-%d", local) == time.strftime("%Y-%m-%d"):
+        return time.strftime("%H:%M:%S", local)
+    return time.strftime("%Y-%m-%d %H:%M", local)
+
+
+def status_line(job: JobInfo) -> str:
+    """`proc_x  exited 3  signal SIGTERM  pid 42  ran 1.2s`."""
+    parts = [job.session_id, job.label()]
+    if job.signal:
+        parts.append(f"signal {job.signal}")
+    if job.pid is not None:
+        parts.append(f"pid {job.pid}")
+    if job.uptime is not None:
+        parts.append(f"{'up' if job.running else 'ran'} {fmt_duration(job.uptime)}")
+    return "  ".join(parts)
