@@ -24,7 +24,7 @@ session_key="", env_vars=None, use_pty=False, **extra)``    ``.command``, ``.cwd
                                                             ``.exited``, ``.exit_code``,
                                                             ``.completion_reason``, ``.output_buffer``);
                                                             raises ``RuntimeError`` if it cannot start
-``poll(id)``, ``read_log(id, offset=None, limit=200)``,     the contract dicts (see CONTRACT.md)
+``poll(id)``, ``read_log(id, offset=None, limit=200)``,     the contract dicts (see docs/api.md)
 ``wait(id, timeout=None, interrupt=None)``,
 ``kill_process(id, grace=None)``, ``write_stdin(id, data)``,
 ``submit_stdin(id, data="")``, ``close_stdin(id)``

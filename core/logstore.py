@@ -551,7 +551,7 @@ def _human_bytes(n: int) -> str:
 
 
 def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200) -> dict:
-    """A window of text lines of a job's log (the CONTRACT's ``read_log`` semantics).
+    """A window of text lines of a job's log (the API's ``read_log`` semantics, docs/api.md).
 
     ``offset=None``: the last ``limit`` lines; ``offset=N``: lines ``N .. N+limit-1`` (0 = the
     first retained line).  Returns ``{"output": str, "total_lines": int, "showing": str,

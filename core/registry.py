@@ -82,7 +82,7 @@ def _exec_limits(argv: list[str], env: dict) -> None:
 
 
 class ProcessRegistry:
-    """Durable background jobs under a state home; see CONTRACT.md for every method."""
+    """Durable background jobs under a state home; docs/api.md describes every method."""
 
     def __init__(self, home: str | os.PathLike | None = None) -> None:
         self.home = ensure_private_dir(resolve_home(home))
@@ -98,9 +98,11 @@ class ProcessRegistry:
         return load(self.jobs_dir / resolve_id(self.jobs_dir, session_id))
 
     def job_dir(self, session_id) -> Path:
+        """The job's folder. Raises IdError for a bad or unknown id (see docs/api.md)."""
         return self.jobs_dir / resolve_id(self.jobs_dir, session_id)
 
     def log_files(self, session_id) -> list[Path]:
+        """The job's retained output log segments, oldest first. Raises IdError for a bad id."""
         return logstore.segments(self.job_dir(session_id))
 
     # ---- spawn -------------------------------------------------------------------------
@@ -108,6 +110,9 @@ class ProcessRegistry:
     def spawn(self, command: str, *, cwd=None, env=None, pty: bool = False, name=None, task_id: str = "",
               session_key: str = "", notify_on_complete: bool = False, watch_patterns=None,
               rows: int = 30, cols: int = 120, max_runtime=None) -> dict:
+        """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument).
+
+        Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime)
         jobdir = self.jobs_dir / meta["session_id"]
@@ -188,6 +193,9 @@ class ProcessRegistry:
     # ---- queries -----------------------------------------------------------------------
     @_safe
     def poll(self, session_id) -> dict:
+        """The job's status and the last 1000 characters of its output.
+
+        Returns `running` or `exited` (then also exit_code, completion_reason, signal, leftover_pids)."""
         job = self._job(session_id)
         live = self._live_status(job)
         result = self._summary(job, preview_chars=1000)
@@ -225,6 +233,9 @@ class ProcessRegistry:
 
     @_safe
     def read_log(self, session_id, offset=None, limit: int = 200) -> dict:
+        """Lines `offset` .. `offset+limit-1` of the job's output (None: the last `limit` lines).
+
+        Returns status, session_id, output, total_lines, showing."""
         if offset is not None:
             whole(offset, "offset", 0)
         whole(limit, "limit", 1)
@@ -234,6 +245,9 @@ class ProcessRegistry:
 
     @_safe
     def list(self, task_id=None, session_key=None) -> list[dict]:
+        """Every job, newest first, optionally only those filed under `task_id` / `session_key`.
+
+        Returns a list of row dicts (a damaged job folder has status `corrupt` and an error)."""
         ids = list_job_ids(self.jobs_dir)
         finished = self._finished_rows()
         rows, new = [], []
@@ -295,12 +309,14 @@ class ProcessRegistry:
 
     @_safe
     def get(self, session_id) -> dict:
+        """The job's full record: what poll gives plus meta, proc, exit and dir."""
         job = self._job(session_id)
         return {**self._summary(job, 1000), "meta": job.meta, "proc": job.proc, "exit": job.outcome or None,
                 "dir": str(job.dir)}
 
     @_safe
     def inputs(self, session_id, limit: int = 20) -> list[dict]:
+        """The last `limit` inputs typed into the job, oldest first: {t, source, preview, bytes}."""
         path = self.job_dir(session_id) / "inputs.jsonl"
         try:
             with open(path, "rb") as fh:
@@ -315,6 +331,10 @@ class ProcessRegistry:
     # ---- waiting -----------------------------------------------------------------------
     @_safe
     def wait(self, session_id, timeout=None, interrupt: threading.Event | None = None) -> dict:
+        """Block until the job ends, `timeout` seconds pass (clamped to HERMES_PROCS_MAX_WAIT) or
+        `interrupt` is set.
+
+        Returns `exited` (outcome fields, output), `timeout` (output, timeout_note) or `interrupted`."""
         maximum = _env_float("HERMES_PROCS_MAX_WAIT", DEFAULT_MAX_WAIT)
         note = None
         if timeout is None:
@@ -374,10 +394,14 @@ class ProcessRegistry:
 
     @_safe
     def write(self, session_id, data, source: str = "agent") -> dict:
+        """Send `data` (str or bytes, at most 1 MiB) to the job's stdin as it is.
+
+        Returns `ok` with bytes_written, `already_exited`, or `error` when stdin is closed."""
         return self._write(session_id, data, source, enter=False)
 
     @_safe
     def submit(self, session_id, data="", source: str = "agent") -> dict:
+        """As `write`, with Enter appended (\n; \r for a PTY job)."""
         return self._write(session_id, data, source, enter=True)
 
     def _write(self, session_id, data, source, enter: bool) -> dict:
@@ -411,6 +435,7 @@ class ProcessRegistry:
 
     @_safe
     def close_stdin(self, session_id) -> dict:
+        """End the job's input (EOF for a PTY job, the pipe closed otherwise). Returns `ok` or `already_exited`."""
         job = self._job(session_id)
         if not job.running:
             return self._already_exited(job)
@@ -419,6 +444,7 @@ class ProcessRegistry:
 
     @_safe
     def resize(self, session_id, rows, cols) -> dict:
+        """Set a PTY job's terminal size (1-9999 each). Returns `ok` with rows, cols, or `already_exited`."""
         terminal_size(rows, cols)
         job = self._job(session_id)
         if not job.running:
@@ -430,6 +456,9 @@ class ProcessRegistry:
 
     @_safe
     def signal(self, session_id, sig: str) -> dict:
+        """Send one signal (INT, SIGINT, 2, ...; see model.SENDABLE_SIGNALS) to the job's process group.
+
+        Returns `ok`, `already_exited`, or `error` for a signal that cannot be sent."""
         try:
             name = Signal.parse(sig).name
         except ValueError as exc:
@@ -448,6 +477,9 @@ class ProcessRegistry:
     # ---- kill --------------------------------------------------------------------------
     @_safe
     def kill(self, session_id, grace=None) -> dict:
+        """Kill the job's whole process tree: SIGTERM, then SIGKILL after `grace` seconds.
+
+        Returns `killed` (outcome fields, output), `already_exited`, or `error` with survivors."""
         grace = _env_float("HERMES_PROCS_KILL_GRACE", 3.0) if grace is None else seconds(
             grace, "grace", allow_zero=True)
         try:
@@ -507,6 +539,7 @@ class ProcessRegistry:
     # ---- events and retention ----------------------------------------------------------
     @_safe
     def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False) -> list[dict]:
+        """Events this consumer has not seen yet, oldest first, each exactly once (see docs/api.md)."""
         self._check_consumer(consumer)
         return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new)
 
@@ -524,6 +557,9 @@ class ProcessRegistry:
 
     @_safe
     def prune(self, keep_days=None, keep_count=None) -> dict:
+        """Delete finished jobs past retention (running jobs are kept).
+
+        Returns `ok` with pruned, pruned_ids, kept_finished, pruned_cursors."""
         from .retention import prune
 
         return prune(self.jobs_dir, keep_days, keep_count)
