@@ -9,13 +9,15 @@ import socket
 import time
 from pathlib import Path
 
-from . import jobstate
-
-VERSION = 1
+from . import jobstate, wire
 
 
 class SupervisorGone(Exception):
     """The job's supervisor is not there to answer (finished, or died)."""
+
+
+class NewerSupervisor(Exception):
+    """The job's supervisor speaks a newer protocol version than this client (wire.VERSION)."""
 
 
 def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
@@ -86,6 +88,9 @@ def read_reply(sock: socket.socket) -> dict:
     reply = json.loads(line)
     if not isinstance(reply, dict):
         raise ValueError("the supervisor's reply is not a JSON object")
+    newer = wire.newer_than_us(reply)
+    if newer:
+        raise NewerSupervisor(newer)
     reply["_rest"] = rest
     return reply
 
@@ -104,7 +109,7 @@ class Stream:
     def open(cls, jobdir: Path, input: bool = False, source: str = "human") -> Stream:
         sock = connect(jobdir, retry_for=2.0)
         sock.settimeout(10.0)
-        sock.sendall(json.dumps({"op": "attach", "input": input, "source": source}).encode() + b"\n")
+        sock.sendall(json.dumps({"op": wire.ATTACH, "input": input, "source": source}).encode() + b"\n")
         reply = read_reply(sock)
         if not reply.get("ok"):
             sock.close()

@@ -47,7 +47,7 @@ def _safe(method):
             return method(self, *args, **kwargs)
         except IdError as exc:
             return {"status": exc.status, "error": str(exc)}
-        except (BadInput, BadNumber, CorruptJob) as exc:
+        except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor) as exc:
             return {"status": "error", "error": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
             return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
@@ -212,7 +212,7 @@ class ProcessRegistry:
         if not job.running:
             return None
         try:
-            reply = protocol.request(job.dir, {"op": "status"}, timeout=2.0)
+            reply = protocol.request(job.dir, {"op": "status"}, timeout=1.0)
         except (protocol.SupervisorGone, OSError, ValueError):
             return None
         if not reply.get("ok"):

@@ -1,0 +1,41 @@
+"""The supervisor socket protocol's shared vocabulary: version, op names, reply keys.
+
+Both ends import this file: the supervisor as `wire` (it runs `python -I -S` with core/ on its
+path; stdlib only, no package-relative imports) and the client as `hermes_procs.core.wire`
+(core/protocol.py). docs/internals.md describes the protocol.
+"""
+
+VERSION = 1  # every reply carries it as "v"; a client meeting a newer one says so
+
+# ops (the "op" of a request)
+STATUS = "status"
+WRITE = "write"
+CLOSE_STDIN = "close_stdin"
+RESIZE = "resize"
+SIGNAL = "signal"
+KILL = "kill"
+WAIT = "wait"
+ATTACH = "attach"
+OPS = (STATUS, WRITE, CLOSE_STDIN, RESIZE, SIGNAL, KILL, WAIT, ATTACH)
+
+# reply keys beyond "ok", "error" and "v", per op
+REPLY_KEYS = {
+    STATUS: ("pid", "running", "offset", "stdin_open", "exit", "exit_stored", "output_dropped"),
+    WRITE: ("bytes_written",),
+    CLOSE_STDIN: (),
+    RESIZE: (),
+    SIGNAL: (),
+    KILL: ("survivors", "exit"),
+    WAIT: ("exit",),
+    ATTACH: ("offset", "pty"),
+}
+ERROR_KEYS = ("error", "exited", "busy")  # "exited": the job has ended; "busy": too many clients
+
+
+def newer_than_us(reply: dict) -> str | None:
+    """A clear message when the reply comes from a supervisor speaking a newer protocol."""
+    version = reply.get("v", VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        return (f"this job's supervisor speaks protocol version {version}, this hermes-procs only "
+                f"version {VERSION}: upgrade hermes-procs to talk to it")
+    return None
