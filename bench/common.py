@@ -103,10 +103,37 @@ def temp_home(prefix: str = "hpb"):
         shutil.rmtree(path, ignore_errors=True)
 
 
+def warm_template(reg) -> None:
+    """Spawn once (cold: that starts the home's supervisor template) and wait until it serves."""
+    from hermes_procs.core import template
+
+    job = reg.spawn("true")
+    reg.wait(job["session_id"], timeout=30)
+    if not wait_until(lambda: (reg.home / template.SOCK).exists(), timeout=30, step=0.01):
+        raise RuntimeError("the supervisor template did not start")
+
+
+@contextlib.contextmanager
+def cold_spawns():
+    """Spawns inside start a new interpreter per supervisor (no template), as before it existed."""
+    old = os.environ.get("HERMES_PROCS_TEMPLATE_IDLE")
+    os.environ["HERMES_PROCS_TEMPLATE_IDLE"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["HERMES_PROCS_TEMPLATE_IDLE"]
+        else:
+            os.environ["HERMES_PROCS_TEMPLATE_IDLE"] = old
+
+
 def kill_supervisors(home: Path) -> None:
-    """Best effort: end every supervisor (and its job) still running under a bench home."""
+    """Best effort: end every supervisor (and its job) still running under a bench home; the
+    home's warm template goes by itself once its socket is removed with the home."""
     import json
     import signal
+
+    from hermes_procs.core.proctree import is_alive
 
     jobs = home / "jobs"
     if not jobs.is_dir():
@@ -118,22 +145,13 @@ def kill_supervisors(home: Path) -> None:
             continue
         if (d / "exit.json").exists():
             continue
-        for pid in (proc.get("pid"), proc.get("supervisor_pid")):
-            if not pid:
-                continue
+        for pid, ticks in ((proc.get("pid"), proc.get("pid_start")),
+                           (proc.get("supervisor_pid"), proc.get("supervisor_start"))):
             try:
-                if _cmdline_has(pid, str(d)) or pid == proc.get("pid"):
+                if pid and is_alive(pid, ticks):
                     os.killpg(pid, signal.SIGKILL) if pid == proc.get("pid") else os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-
-
-def _cmdline_has(pid: int, text: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return text.encode() in fh.read()
-    except OSError:
-        return False
 
 
 def cpu_ticks(pid: int) -> float:

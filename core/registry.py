@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import events, listindex, logstore, proctree, protocol, text
+from . import events, listindex, logstore, proctree, protocol, template, text
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
 from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
@@ -79,6 +79,31 @@ def _exec_limits(argv: list[str], env: dict) -> None:
     if total > limit:
         raise BadInput(f"command and environment are {total} bytes together; at most {limit} bytes can be "
                        "passed to a new program")
+
+
+def _template_idle() -> float:
+    """HERMES_PROCS_TEMPLATE_IDLE: seconds the home's supervisor template waits for work; 0: none."""
+    raw = os.environ.get("HERMES_PROCS_TEMPLATE_IDLE")
+    try:
+        if raw is not None and float(raw) == 0:
+            return 0.0
+    except ValueError:
+        pass
+    return _env_float("HERMES_PROCS_TEMPLATE_IDLE", template.DEFAULT_IDLE)
+
+
+def _umask() -> int:
+    """This process's umask (the job gets it), read without changing it."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 class ProcessRegistry:
@@ -144,16 +169,31 @@ class ProcessRegistry:
             os.rename(staging, jobdir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)  # gone after the rename; left on a failure
+        return _parse_report(self._run_supervisor(jobdir, argv, env))
+
+    def _run_supervisor(self, jobdir: Path, argv: list[str], env: dict) -> bytes:
+        """Start the job's supervisor and return its report line: forked by the home's warm
+        template (core/template.py) when one runs, else `argv` as a new interpreter (and a
+        template is started for the next spawns)."""
+        idle = _template_idle()
+        if idle:
+            line = template.spawn(self.home, argv[argv.index(SUPERVISOR) + 1:], env, _umask())
+            if line is not None:
+                return line
         with open(os.open(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as errlog:
             sup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
                                    env=env, start_new_session=True, close_fds=True)
         line = sup.stdout.readline()
         sup.stdout.close()
         self._reap_supervisors(sup)
-        return _parse_report(line)
+        if idle:
+            started = template.start(self.home, idle, self.home / "template.log")
+            if started is not None:
+                self._reap_supervisors(started)
+        return line
 
     def _reap_supervisors(self, new: subprocess.Popen) -> None:
-        """Collect supervisors started here that have finished (they are our children)."""
+        """Collect supervisors (and templates) started here that have finished (our children)."""
         with self._lock:
             self._supervisors = [p for p in self._supervisors if p.poll() is None]
             self._supervisors.append(new)
@@ -566,7 +606,9 @@ class ProcessRegistry:
 
     def _auto_prune(self) -> None:
         """Apply retention now and then: when an hour has passed since any registry on this
-        home last did (one stat), or when there are more jobs than retention keeps."""
+        home last did (one stat), or when jobs pile up past what retention keeps. A prune loads
+        every job, so "pile up" means 20 (+10 %) more folders than the last prune left (its
+        count is in .last_prune): with hundreds of jobs running, not on every spawn."""
         from .retention import keep_count
 
         stamp = self.home / ".last_prune"
@@ -575,11 +617,22 @@ class ProcessRegistry:
         except FileNotFoundError:
             due = True
         try:
-            if due or len(list_job_ids(self.jobs_dir)) > keep_count() + 20:
+            count = len(list_job_ids(self.jobs_dir))
+            if due or count > keep_count() + 20 and count > _pruned_left(stamp) * 1.1 + 20:
                 stamp.touch(mode=0o600)
                 self.prune()
+                stamp.write_text(str(len(list_job_ids(self.jobs_dir))))
         except (OSError, ValueError):  # best effort: `prune` itself reports bad settings
             pass
+
+
+def _pruned_left(stamp: Path) -> int:
+    """How many job folders the last automatic prune left (0 when unknown)."""
+    try:
+        text = stamp.read_text()[:20]
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
 
 
 def _outcome_fields(job: Job) -> dict:

@@ -1,0 +1,303 @@
+"""The warm supervisor template of a state home: a fork server, so a spawn costs a fork, not a
+new Python interpreter.
+
+Server: `python -I -S template.py HOME LOCKFD IDLE`, started by the first registry that needs it
+(`start`), holding an exclusive flock on `<home>/template.lock` for its whole life (so exactly
+one runs per home, and a socket nobody holds the lock for is stale). It imports what a
+supervisor needs (stdlib only: supervisor.py, supervisor_loop.py and what they load), moves that
+heap out of the cyclic GC (`gc.freeze`, so the forked supervisors keep sharing its pages) and
+serves `<home>/template.sock` (0600). It exits after IDLE seconds without a request, or as soon
+as its socket is removed or replaced.
+
+One request per connection, from the same user only (SO_PEERCRED): a 4-byte length, then a JSON
+object {"args": supervisor.main's argv, "env": {...}, "umask": N}, with the write end of the
+caller's report pipe attached (SCM_RIGHTS). The template forks; the child forks again and the
+grandchild (reparented away from the template, in its own session, with the request's env and
+umask and nothing else of the template's fds) writes `forked PID` on the connection and runs
+`supervisor.main(args)`, which starts the job and writes its usual report line on the pipe. The
+template never runs job code and no job depends on it: kill it and every job keeps running.
+
+Client (`spawn`): returns the supervisor's report line, or None when no template took the
+request (none running, stale socket, wrong owner or mode, no acknowledgement): nothing was
+started then, and the caller starts the supervisor cold.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import select
+import socket
+import stat
+import struct
+import sys
+
+SOCK = "template.sock"
+LOCK = "template.lock"
+DEFAULT_IDLE = 300.0
+ACK_TIMEOUT = 30.0
+MAX_REQUEST = 16 << 20
+TEMPLATE_NAME = b"hp-template"  # process names (comm), see _name
+SUPERVISOR_NAME = b"hp-supervisor"
+
+
+# ---- client (the registry) -----------------------------------------------------------------
+def spawn(home, args: list[str], env: dict[str, str], umask: int) -> bytes | None:
+    """Have the home's template start a supervisor with `args`; its report line, or None when
+    no template could take the request (then nothing was started)."""
+    sock = _connect(home)
+    if sock is None:
+        return None
+    with sock:
+        report_r, report_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            data = struct.pack("!I", 0) + json.dumps({"args": args, "env": env, "umask": umask}).encode()
+            data = struct.pack("!I", len(data) - 4) + data[4:]
+            fds = array.array("i", [report_w])
+            sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+            sock.sendall(data[sent:])
+        except OSError:
+            os.close(report_r)
+            return None
+        finally:
+            os.close(report_w)
+        with os.fdopen(report_r, "rb") as pipe:
+            return _outcome(sock, pipe)
+
+
+def _outcome(sock: socket.socket, pipe) -> bytes | None:
+    """The supervisor's report line; b"" if it was forked but did not report (an error, as
+    for a cold start); None if no supervisor was forked (then it is safe to start one cold).
+
+    A forked supervisor writes `forked PID` on the connection before it starts the job, and
+    can no longer do so once the connection is shut: so a caller that gives up waiting shuts it
+    first, and a supervisor forked after that exits without starting anything."""
+    ready, _, _ = select.select([pipe], [], [], ACK_TIMEOUT)
+    if ready:
+        line = pipe.readline()
+        if line or _acknowledged(sock):
+            return line
+        return None
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    return pipe.readline() if _acknowledged(sock) else None
+
+
+def _connect(home) -> socket.socket | None:
+    """A connection to a template of this user, or None (no socket, stale, foreign, too open)."""
+    path = os.path.join(os.fspath(home), SOCK)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    dirfd = None
+    try:
+        if len(path.encode()) >= 100:  # sun_path holds 108 bytes: go through the folder's fd
+            dirfd = os.open(os.fspath(home), os.O_PATH | os.O_DIRECTORY)
+            path = f"/proc/self/fd/{dirfd}/{SOCK}"
+        sock.connect(path)
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid != os.getuid():
+            raise PermissionError("the template socket is served by another user")
+        return sock
+    except OSError:
+        sock.close()
+        return None
+    finally:
+        if dirfd is not None:
+            os.close(dirfd)
+
+
+def _acknowledged(sock: socket.socket) -> bool:
+    """True when a supervisor said `forked PID` on the connection (read to its end)."""
+    sock.settimeout(ACK_TIMEOUT)
+    got = b""
+    try:
+        while not got.endswith(b"\n"):
+            chunk = sock.recv(64)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    return got.startswith(b"forked ")
+
+
+def start(home, idle: float, log_path) -> "subprocess.Popen | None":
+    """Start the home's template unless one runs or is starting (its lock is held); the caller
+    reaps the returned process. The lock is taken here and handed to the template, so several
+    registries racing to start one start exactly one."""
+    import fcntl
+    import subprocess
+
+    fd = os.open(os.path.join(os.fspath(home), LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        try:
+            os.unlink(os.path.join(os.fspath(home), SOCK))  # stale: its template is gone
+        except FileNotFoundError:
+            pass
+        with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
+            return subprocess.Popen([sys.executable, "-I", "-S", __file__, os.fspath(home), str(fd), repr(idle)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                    pass_fds=(fd,), start_new_session=True, env={})
+    finally:
+        os.close(fd)
+
+
+# ---- server (the template process) ---------------------------------------------------------
+def serve(home: str, lock_fd: int, idle: float) -> int:
+    import gc
+    import time
+
+    import ctypes
+    import supervisor
+    import supervisor_loop  # noqa: F401 - loaded here so every forked supervisor shares it
+    import text  # noqa: F401
+
+    _name(ctypes, TEMPLATE_NAME)
+    os.chdir(home)
+    listener = _listen()
+    ident = os.stat(SOCK).st_ino
+    gc.collect()
+    gc.freeze()
+    last = time.monotonic()
+    while True:
+        ready, _, _ = select.select([listener], [], [], min(idle, 5.0))
+        if ready:
+            _serve_one(listener, lock_fd, supervisor)
+            last = time.monotonic()
+            continue
+        if _socket_gone(ident) or time.monotonic() - last >= idle:
+            break
+    if not _socket_gone(ident):
+        os.unlink(SOCK)
+    return 0
+
+
+def _name(ctypes, name: bytes) -> None:
+    """The process name ps and top show (comm): the template and its supervisors are forks of one
+    `python template.py HOME` command line, so this is what tells them apart."""
+    try:
+        ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
+def _listen() -> socket.socket:
+    try:
+        os.unlink(SOCK)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    old = os.umask(0o177)
+    try:
+        sock.bind(SOCK)
+    finally:
+        os.umask(old)
+    sock.listen(128)
+    return sock
+
+
+def _socket_gone(ident: int) -> bool:
+    try:
+        return os.lstat(SOCK).st_ino != ident
+    except OSError:
+        return True
+
+
+def _serve_one(listener: socket.socket, lock_fd: int, supervisor) -> None:
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        return
+    report_fd = -1
+    try:
+        conn.settimeout(5.0)
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid != os.getuid():
+            return
+        request, report_fd = _read_request(conn)
+        if request is None:
+            return
+        pid = os.fork()
+        if pid == 0:
+            _become_supervisor(conn, report_fd, request, supervisor)
+        os.waitpid(pid, 0)  # the intermediate child exits as soon as it has forked
+    except Exception as exc:  # noqa: BLE001 - one bad request must not end the template
+        print(f"hermes-procs template: {exc!r}", file=sys.stderr, flush=True)
+    finally:
+        conn.close()
+        if report_fd >= 0:
+            os.close(report_fd)
+
+
+def _read_request(conn: socket.socket) -> tuple[dict | None, int]:
+    """The request and the report pipe's fd; (None, fd or -1) when it is not well-formed."""
+    fds = array.array("i")
+    data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_LEN(fds.itemsize))
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    report_fd = fds[0] if len(fds) == 1 else -1
+    for extra in fds[1:]:
+        os.close(extra)
+    if report_fd < 0 or len(data) < 4:
+        return None, report_fd
+    size = struct.unpack("!I", data[:4])[0]
+    if size > MAX_REQUEST:
+        return None, report_fd
+    body = bytearray(data[4:])
+    while len(body) < size:
+        chunk = conn.recv(min(1 << 20, size - len(body)))
+        if not chunk:
+            return None, report_fd
+        body += chunk
+    request = json.loads(body)
+    if not (isinstance(request, dict) and isinstance(request.get("args"), list)
+            and all(isinstance(a, str) for a in request["args"]) and isinstance(request.get("env"), dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
+            and isinstance(request.get("umask"), int)):
+        return None, report_fd
+    return request, report_fd
+
+
+def _become_supervisor(conn: socket.socket, report_fd: int, request: dict, supervisor) -> None:
+    """In the forked child: detach, take the request's env and umask, run the supervisor."""
+    code = 1
+    try:
+        if os.fork():
+            os._exit(0)  # the grandchild is reparented away from the template
+        os.setsid()
+        _name(sys.modules["ctypes"], SUPERVISOR_NAME)
+        os.dup2(report_fd, 1)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        jobdir = request["args"][0]
+        os.dup2(os.open(os.path.join(jobdir, "supervisor.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
+        conn.sendall(b"forked %d\n" % os.getpid())  # fails (and nothing starts) if the caller gave up
+        os.closerange(3, 65536)  # the listener, the lock, this connection: nothing of the template
+        os.chdir("/")
+        os.umask(request["umask"] & 0o777)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        code = supervisor.main(request["args"])
+    except BaseException as exc:  # noqa: BLE001 - the child must never return into the template
+        try:
+            os.write(2, f"hermes-procs template child: {exc!r}\n".encode())
+        except OSError:
+            pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))

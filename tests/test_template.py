@@ -1,0 +1,245 @@
+"""The warm supervisor template (core/template.py): spawns through it, and every way it can fail
+(killed, stale or foreign socket, other users, racing starters) still starts each job once."""
+
+from __future__ import annotations
+
+import array
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import struct
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hermes_procs.core import ProcessRegistry, template
+
+from conftest import pid_alive, wait_until
+
+
+@pytest.fixture(autouse=True)
+def _long_idle(monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "120")
+
+
+def _templates(home) -> list[int]:
+    """Pids of the template processes serving `home` (the supervisors it forks share its command
+    line, not its name)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            with open(f"/proc/{name}/comm", "rb") as fh:
+                comm = fh.read().strip()
+        except OSError:
+            continue
+        if comm == template.TEMPLATE_NAME and os.fsencode(home) in argv and pid_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def _warm(registry, home) -> int:
+    """Spawn once (cold: it starts the template) and return the template's pid once it serves."""
+    job = registry.spawn("true")
+    assert job["status"] == "running", job
+    wait_until(lambda: (home / template.SOCK).exists() and _templates(home), timeout=15)
+    return _templates(home)[0]
+
+
+def _supervisor(registry, job) -> int:
+    return json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())["supervisor_pid"]
+
+
+def _ppid_sid(pid: int) -> tuple[int, int]:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[3])
+
+
+def _cold(registry, job) -> bool:
+    """A cold-started supervisor is a child of this process; a forked one never is."""
+    return _ppid_sid(_supervisor(registry, job))[0] == os.getpid()
+
+
+def test_spawn_goes_through_the_template_and_detaches(registry, home):
+    tpl = _warm(registry, home)
+    job = registry.spawn("read line; echo got $line")
+    assert job["status"] == "running", job
+    sup = _supervisor(registry, job)
+    ppid, sid = _ppid_sid(sup)
+    assert ppid not in (os.getpid(), tpl) and sid == sup  # reparented away, its own session
+    assert registry.submit(job["session_id"], "hi")["status"] == "ok"
+    done = registry.wait(job["session_id"], timeout=30)
+    assert done["exit_code"] == 0 and "got hi" in done["output"]
+    assert (home / template.SOCK).stat().st_mode & 0o777 == 0o600
+
+
+def test_killed_template_leaves_jobs_running_and_spawns_working(registry, home):
+    tpl = _warm(registry, home)
+    job = registry.spawn("read line; echo got $line")
+    assert not _cold(registry, job)
+    os.kill(tpl, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(tpl))
+    assert (home / template.SOCK).exists()  # stale now: nobody holds the lock
+    later = registry.spawn("echo later")
+    assert later["status"] == "running" and _cold(registry, later)
+    assert registry.wait(later["session_id"], timeout=30)["output"].strip() == "later"
+    assert registry.poll(job["session_id"])["status"] == "running"
+    registry.submit(job["session_id"], "still")
+    assert "got still" in registry.wait(job["session_id"], timeout=30)["output"]
+    wait_until(lambda: _templates(home) and _templates(home) != [tpl], timeout=15)  # a new one took over
+    wait_until(lambda: (home / template.SOCK).exists())
+    assert not _cold(registry, registry.spawn("true"))
+
+
+def test_stale_socket_file_is_replaced(registry, home):
+    home.mkdir(exist_ok=True)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(home / template.SOCK))
+    stale.close()  # a socket file nobody listens on
+    os.chmod(home / template.SOCK, 0o600)
+    job = registry.spawn("echo one")
+    assert job["status"] == "running" and _cold(registry, job)
+    tpl = wait_until(lambda: _templates(home), timeout=15)[0]
+    wait_until(lambda: not _cold(registry, registry.spawn("true")), timeout=15)
+    assert _templates(home) == [tpl]
+
+
+@pytest.mark.parametrize("damage", ["mode", "owner", "not_a_socket"])
+def test_foreign_or_open_socket_is_never_used(registry, home, damage):
+    if damage == "owner" and os.getuid() != 0:
+        pytest.skip("changing a file's owner needs root")
+    _warm(registry, home)
+    path = home / template.SOCK
+    if damage == "mode":
+        os.chmod(path, 0o666)
+    elif damage == "owner":
+        os.chown(path, 65534, 65534)
+    else:
+        path.unlink()
+        path.write_text("")
+        os.chmod(path, 0o600)
+    job = registry.spawn("echo cold")
+    assert job["status"] == "running" and _cold(registry, job)
+    assert registry.wait(job["session_id"], timeout=30)["output"].strip() == "cold"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+def test_template_refuses_another_user(tmp_path):
+    home = Path(tempfile.mkdtemp(prefix="hp-tpl-", dir="/tmp"))  # reachable by another user
+    try:
+        registry = ProcessRegistry(home=home)
+        tpl = _warm(registry, home)
+        os.chmod(home, 0o755)
+        os.chmod(home / template.SOCK, 0o666)
+        marker = tmp_path / "jobdir"
+        marker.mkdir(mode=0o777)
+        assert os.waitstatus_to_exitcode(_ask_as_nobody(home / template.SOCK, marker)) == 0
+        assert not (marker / "supervisor.log").exists() and not (marker / "proc.json").exists()
+        assert pid_alive(tpl)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)  # its template goes with its socket
+
+
+def _ask_as_nobody(path: Path, jobdir: Path) -> int:
+    """Fork, become nobody, ask the template for a supervisor; exit 0 if it was refused (no
+    acknowledgement on the connection, the report pipe closed unwritten)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(path))
+            r, w = os.pipe()
+            body = json.dumps({"args": [str(jobdir), "0", "30", "120", "/", "--", "/bin/true"], "env": {},
+                               "umask": 0o22}).encode()
+            try:
+                sock.sendmsg([struct.pack("!I", len(body)), body],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])
+                os.close(w)
+                w = -1
+                ack = sock.recv(64)
+            except (BrokenPipeError, ConnectionResetError):  # closed before or without reading us
+                ack = b""
+            if w >= 0:
+                os.close(w)
+            code = 0 if ack == b"" and os.read(r, 64) == b"" else 1
+        except BaseException as exc:
+            os.write(2, f"as nobody: {exc!r}\n".encode())
+        finally:
+            os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+
+def _spawn_in_child(home: str, barrier, out) -> None:
+    barrier.wait(30)
+    job = ProcessRegistry(home=home).spawn("echo raced")
+    out.put(job.get("status"))
+
+
+def test_concurrent_first_spawns_start_one_template(home):
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_spawn_in_child, args=(str(home), barrier, out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    statuses = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert statuses == ["running"] * 4
+    wait_until(lambda: (home / template.SOCK).exists(), timeout=15)
+    assert len(_templates(home)) == 1
+    reg = ProcessRegistry(home=home)
+    rows = reg.list()
+    assert len(rows) == 4
+    for row in rows:
+        assert reg.wait(row["session_id"], timeout=30)["output"].strip() == "raced"
+
+
+def test_each_spawn_gets_its_own_env_cwd_and_umask(registry, home, tmp_path, monkeypatch):
+    _warm(registry, home)
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    monkeypatch.setenv("HP_MARK", "first")
+    old = os.umask(0o027)
+    try:
+        a = registry.spawn("echo $HP_ONLY_A $HP_MARK; pwd; umask", env={"HP_ONLY_A": "leak"}, cwd=str(first_dir))
+    finally:
+        os.umask(old)
+    monkeypatch.setenv("HP_MARK", "second")
+    b = registry.spawn("echo [$HP_ONLY_A] $HP_MARK; pwd; umask", cwd=str(second_dir))
+    assert not _cold(registry, a) and not _cold(registry, b)
+    out_a = registry.wait(a["session_id"], timeout=30)["output"].split()
+    out_b = registry.wait(b["session_id"], timeout=30)["output"].split()
+    assert out_a == ["leak", "first", str(first_dir), "0027"]
+    assert out_b == ["[]", "second", str(second_dir), f"{old:04o}"]
+
+
+def test_template_exits_when_idle_or_its_socket_is_removed(registry, home, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "2")
+    tpl = _warm(registry, home)
+    wait_until(lambda: not pid_alive(tpl), timeout=20)
+    assert not (home / template.SOCK).exists()
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "300")
+    tpl = _warm(registry, home)
+    (home / template.SOCK).unlink()
+    wait_until(lambda: not pid_alive(tpl), timeout=20)
+
+
+def test_template_can_be_turned_off(registry, home, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "0")
+    for _ in range(2):
+        job = registry.spawn("true")
+        assert _cold(registry, job)
+    assert not (home / template.SOCK).exists() and _templates(home) == []
