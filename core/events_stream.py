@@ -17,8 +17,10 @@ into the log), so use a separate consumer name per filter. A bad consumer name y
 ``{"status": "error", "error": ...}`` dict and stops.
 
 With ``follow=True`` the iterator blocks and keeps yielding until interrupted (KeyboardInterrupt
-ends it quietly) or until ``stop`` (a ``threading.Event``) is set. It watches the size of
-``events.jsonl`` with a cheap ``stat`` every ``interval`` seconds and drains only when it grew.
+ends it quietly) or until ``stop`` (a ``threading.Event``) is set. It is woken by inotify when
+``events.jsonl`` changes (core/watch.py) and drains only when its size changed; where inotify is
+missing it checks with a cheap ``stat`` every ``interval`` seconds (also how often ``stop`` is
+checked).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ def iter_events(registry, consumer: str = "default", follow: bool = False, types
     """Yield undelivered events for ``consumer`` (redacted); with ``follow``, keep waiting for more."""
     wanted = set(types) if types else None
     log_path = _events_path(registry)
+    watch = _watch(registry) if follow else None
+    try:
+        yield from _follow(registry, consumer, follow, wanted, interval, stop, log_path, watch)
+    finally:
+        if watch is not None:
+            watch.close()
+
+
+def _follow(registry, consumer, follow, wanted, interval, stop, log_path, watch) -> Iterator[dict]:
     last_stamp = None
     while True:
         if stop is not None and stop.is_set():
@@ -55,13 +66,29 @@ def iter_events(registry, consumer: str = "default", follow: bool = False, types
         if not follow:
             return
         try:
-            if stop is not None:
+            if watch is not None:
+                watch.wait(interval)  # returns at once when the log grows
+            elif stop is not None:
                 if stop.wait(interval):
                     return
             else:
                 time.sleep(interval)
         except KeyboardInterrupt:
             return
+
+
+def _watch(registry):
+    """A HomeWatch (inotify) on the registry's home, or None (then the stat is polled)."""
+    home = getattr(registry, "home", None)
+    if home is None:
+        return None
+    from .watch import HomeWatch
+
+    watch = HomeWatch(home)
+    if not watch.pushed:
+        watch.close()
+        return None
+    return watch
 
 
 def _events_path(registry) -> str | None:

@@ -228,6 +228,7 @@ class Sampler(threading.Thread):
             self.data = data
 
     TREE_RESCAN = 5.0  # seconds between full /proc scans for job descendants
+    WATCH_GAP = 0.05  # at most one change-triggered sample per this many seconds
 
     def __init__(
         self,
@@ -266,6 +267,7 @@ class Sampler(threading.Thread):
         self.registry.forget_consumer(self.consumer)
 
     def run(self) -> None:
+        self._watch_home()
         delay = 0.0
         while not self._stop.is_set():
             if delay:
@@ -279,6 +281,28 @@ class Sampler(threading.Thread):
             self.target.post_message(self.Snapshot(data))
             # re-arm: never spend more than ~10 % of a core sampling
             delay = max(self.interval, data.elapsed * 10)
+
+    def _watch_home(self) -> None:
+        """Sample as soon as a job appears, exits or goes (inotify, core/watch.py), not only at
+        the next tick; a burst of changes is one sample per WATCH_GAP seconds."""
+        home = getattr(self.registry, "home", None)
+        if home is None:
+            return
+        from hermes_procs.core.watch import HomeWatch
+
+        watch = HomeWatch(home)
+        if not watch.pushed:  # polling would only repeat what the tick does
+            watch.close()
+            return
+
+        def loop() -> None:
+            with watch:
+                while not self._stop.is_set():
+                    if watch.wait(0.5):
+                        self.poke()
+                        self._stop.wait(self.WATCH_GAP)
+
+        threading.Thread(target=loop, name="hermes-procs-watch", daemon=True).start()
 
     # one sample (sampler thread; also callable directly in tests)
     def sample(self) -> SnapshotData:
