@@ -4,6 +4,7 @@ half the cap, counting what a write error keeps out), answer a PTY's terminal qu
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
+import mmap
 import os
 import threading
 import time
@@ -23,7 +24,9 @@ class OutputLog:
         self.dropped = 0  # bytes rotated out by the log cap
         self.output_dropped = 0  # bytes of output that could not be stored (disk full, folder gone)
         self.write_failing = False
-        self.buf = bytearray(PTY_READ_SIZE if self.pty else READ_SIZE)  # output is read into this
+        # output is read into this; an anonymous map costs memory only once a read fills it
+        # (a bytearray is zeroed at once: 1 MiB of every idle pipe job's PSS)
+        self.buf = mmap.mmap(-1, PTY_READ_SIZE if self.pty else READ_SIZE)
         self.view = memoryview(self.buf)
         self.offset = self.log_size
         self.output_open = True
