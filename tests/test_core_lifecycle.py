@@ -205,10 +205,11 @@ def test_max_runtime_times_out(registry):
 
 
 def test_prune_keeps_running_and_newest(registry):
-    done = [registry.spawn("true") for _ in range(3)]
-    for job in done:
-        registry.wait(job["session_id"], timeout=10)
-        supervisor_gone(registry, job["session_id"])
+    done = []
+    for _ in range(3):  # one after the other: "newest" is by end time
+        done.append(registry.spawn("true"))
+        registry.wait(done[-1]["session_id"], timeout=10)
+        supervisor_gone(registry, done[-1]["session_id"])
     running = registry.spawn("sleep 30")
     result = registry.prune(keep_count=1)
     assert result["pruned"] == 2
