@@ -63,4 +63,4 @@ def install() -> None:
         return original(self)
 
     get_runtime_param._hermes_fast = True  # type: ignore[attr-defined]
-    _tcore._TyperParameter.get_runtime_param = get_runtime_param
+    _tcore._TyperParameter.get_runtime_param = get_runtime_param  # type: ignore[method-assign]

@@ -102,7 +102,8 @@ class LiveStream:
     @staticmethod
     def _connect(registry: Any, session_id: str, input: bool, source: str) -> Stream | None:
         try:
-            return registry.stream(session_id, input=input, source=source)
+            stream: Stream = registry.stream(session_id, input=input, source=source)
+            return stream
         except Exception:  # noqa: BLE001 - SupervisorGone, IdError, OSError: no live job
             return None
 

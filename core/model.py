@@ -15,11 +15,11 @@ from __future__ import annotations
 import signal as _signal
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["JobInfo", "Outcome", "SENDABLE_SIGNALS", "Signal", "Status", "parse_time", "shell_exit_code"]
+__all__ = ["SENDABLE_SIGNALS", "JobInfo", "Outcome", "Signal", "Status", "parse_time", "shell_exit_code"]
 
 
 class Status(StrEnum):
@@ -129,9 +129,8 @@ def parse_time(value: object, default: float = 0.0) -> float:
 
 def iso_time(epoch: float) -> str:
     """Epoch seconds -> ISO 8601 in UTC, whole seconds (the API's `started_at`)."""
-    from datetime import timezone
 
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 def _opt_int(value: object) -> int | None:
@@ -201,7 +200,8 @@ class JobInfo:
     @property
     def failed(self) -> bool:
         """Ended other than by exiting with code 0."""
-        return self.ended and ((self.outcome or Outcome.EXITED) is not Outcome.EXITED or self.exit_code not in (0, None))
+        clean_exit = (self.outcome or Outcome.EXITED) is Outcome.EXITED and self.exit_code in (0, None)
+        return self.ended and not clean_exit
 
     def label(self) -> str:
         """The status in a word or two: ``running``, ``exited 3``, ``killed``, ``timed out``, ``lost``
