@@ -32,6 +32,10 @@ import socket
 import stat
 import struct
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for an annotation: subprocess is imported where a template starts
+    import subprocess
 
 SOCK = "template.sock"
 LOCK = "template.lock"
