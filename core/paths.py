@@ -1,12 +1,17 @@
-"""State-home resolution, session ids and their prefixes, and job folder paths."""
+"""State-home resolution and checks, session ids and their prefixes, job folder paths, and
+reading/writing the small JSON state files without following symbolic links."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
+
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 ID_PREFIX = "proc_"
 _FULL_ID = re.compile(r"proc_[0-9a-f]{12}")
@@ -34,12 +39,46 @@ def resolve_home(home: str | os.PathLike | None = None) -> Path:
     return Path.home() / ".hermes" / "procs"
 
 
+class HomeError(ValueError):
+    """A state home (or a folder in it) that is unsafe to use; the message says why in one line."""
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) with mode 0700 if missing; tighten it if it exists."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.stat().st_mode & 0o077:
-        os.chmod(path, 0o700)
+    """Create `path` with mode 0700 if missing (parents as usual); if it exists, check it.
+
+    An existing folder must be a real directory (not a symbolic link), owned by the caller and
+    not writable by group or others; otherwise HomeError. Nothing that exists is ever chmodded:
+    `--home /tmp` is refused, and /tmp stays as it was.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(path, 0o700)
+        return path
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise HomeError(f"cannot create {path}: {exc.strerror or exc}") from None
+    check_private_dir(path)
     return path
+
+
+def check_private_dir(path: Path) -> None:
+    """HomeError unless `path` is a real directory of ours that no one else can write to."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        raise HomeError(f"cannot use {path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise HomeError(f"{path} is a symbolic link; give the real directory (or a new path) as the home")
+    if not stat.S_ISDIR(st.st_mode):
+        raise HomeError(f"{path} exists and is not a directory")
+    if st.st_uid != os.geteuid():
+        raise HomeError(f"{path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); "
+                        "use a home of your own")
+    if st.st_mode & 0o022:
+        raise HomeError(f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                        "use a private directory (chmod go-w) or a new path")
 
 
 def new_session_id() -> str:
@@ -54,7 +93,7 @@ def resolve_id(jobs_dir: Path, session_id: object) -> str:
         raise IdError("error", "session_id must be a non-empty string like proc_0123456789ab")
     text = session_id.strip()
     if _FULL_ID.fullmatch(text):
-        if (jobs_dir / text).is_dir():
+        if is_real_dir(jobs_dir / text):
             return text
         raise IdError("not_found", f"No process with ID {text}")
     match = _PREFIX.fullmatch(text)
@@ -69,9 +108,20 @@ def resolve_id(jobs_dir: Path, session_id: object) -> str:
     return hits[0]
 
 
-def _job_names(jobs_dir: Path) -> list[str]:
+def is_real_dir(path: Path) -> bool:
+    """True for a directory that is not a symbolic link (a job folder is never followed)."""
     try:
-        return [name for name in os.listdir(jobs_dir) if _FULL_ID.fullmatch(name)]
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _job_names(jobs_dir: Path, links: bool = False) -> list[str]:
+    """Job folders in `jobs_dir` (real directories), or with `links` the symlinks named like one."""
+    try:
+        with os.scandir(jobs_dir) as entries:
+            return [e.name for e in entries if _FULL_ID.fullmatch(e.name)
+                    and (e.is_symlink() if links else e.is_dir(follow_symlinks=False))]
     except FileNotFoundError:
         return []
 
@@ -80,21 +130,40 @@ def list_job_ids(jobs_dir: Path) -> list[str]:
     return _job_names(jobs_dir)
 
 
+def list_job_links(jobs_dir: Path) -> list[str]:
+    """Symbolic links named like job folders: never jobs, never followed (prune removes them)."""
+    return _job_names(jobs_dir, links=True)
+
+
+def open_nofollow(path: Path | str, flags: int, mode: int = 0o600) -> int:
+    """os.open that refuses a symbolic link as the last component with a clear OSError."""
+    try:
+        return os.open(path, flags | NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the name is a symbolic link
+            raise OSError(exc.errno, f"{path} is a symbolic link; refusing to follow it") from None
+        raise
+
+
 def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh)
-    os.replace(tmp, path)
+    os.replace(tmp, path)  # replaces a planted link itself, never its target
 
 
 def read_json(path: Path) -> dict | None:
-    """The JSON object in `path`; None when missing; ValueError when corrupt."""
+    """The JSON object in `path`; None when missing; ValueError when corrupt (or a symlink)."""
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as fh:
             raw = fh.read(1 << 20)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(str(exc)) from None
+        raise
     data = json.loads(raw)
     if not isinstance(data, dict):
         raise ValueError(f"{path.name} is not a JSON object")

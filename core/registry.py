@@ -25,7 +25,7 @@ from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
-from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, resolve_home,
+from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, open_nofollow, resolve_home,
                     resolve_id, write_json_atomic)
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
@@ -110,6 +110,7 @@ class ProcessRegistry:
     """Durable background jobs under a state home; docs/api.md describes every method."""
 
     def __init__(self, home: str | os.PathLike | None = None) -> None:
+        """Raises paths.HomeError (a ValueError, one clear line) for a home that is unsafe to use."""
         self.home = ensure_private_dir(resolve_home(home))
         self.jobs_dir = ensure_private_dir(self.home / "jobs")
         self._supervisors: list[subprocess.Popen] = []
@@ -180,7 +181,7 @@ class ProcessRegistry:
             line = template.spawn(self.home, argv[argv.index(SUPERVISOR) + 1:], env, _umask())
             if line is not None:
                 return line
-        with open(os.open(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as errlog:
+        with open(open_nofollow(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as errlog:
             sup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
                                    env=env, start_new_session=True, close_fds=True)
         line = sup.stdout.readline()
@@ -359,7 +360,7 @@ class ProcessRegistry:
         """The last `limit` inputs typed into the job, oldest first: {t, source, preview, bytes}."""
         path = self.job_dir(session_id) / "inputs.jsonl"
         try:
-            with open(path, "rb") as fh:
+            with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as fh:
                 size = fh.seek(0, os.SEEK_END)
                 fh.seek(max(0, size - (64 << 10)))
                 lines = fh.read().splitlines()[1 if size > 64 << 10 else 0:]
@@ -593,7 +594,7 @@ class ProcessRegistry:
     @staticmethod
     def _check_consumer(consumer) -> None:
         if not events.valid_consumer(consumer):
-            raise BadInput("consumer must be 1-64 characters of letters, digits, _ . @ -")
+            raise BadInput(events.CONSUMER_RULE)
 
     @_safe
     def prune(self, keep_days=None, keep_count=None) -> dict:

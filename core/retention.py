@@ -1,4 +1,9 @@
-"""Pruning finished jobs: keep those younger than N days and at most the newest M; never a running one."""
+"""Pruning finished jobs: keep those younger than N days and at most the newest M; never a running one.
+
+A finished job whose completion/watch events a known consumer has not drained yet is kept past
+the count limit (only the age limit removes it). A symbolic link named like a job folder is not
+a job: prune removes the link itself and never follows it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from pathlib import Path
 
 from . import events
 from .jobstate import CorruptJob, load
-from .paths import list_job_ids
+from .paths import list_job_ids, list_job_links
 
 DEFAULT_KEEP_DAYS = 7.0
 DEFAULT_KEEP_COUNT = 200
@@ -46,9 +51,15 @@ def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict:
             finished.append((ended, session_id))
     finished.sort(reverse=True)
     cutoff = time.time() - days * 86400
-    doomed = [sid for i, (ended, sid) in enumerate(finished) if i >= count or ended < cutoff]
+    over = [sid for i, (ended, sid) in enumerate(finished) if i >= count and ended >= cutoff]
+    pending = events.undelivered_sessions(jobs_dir.parent) if over else set()
+    doomed = [sid for i, (ended, sid) in enumerate(finished)
+              if ended < cutoff or (i >= count and sid not in pending)]
     for session_id in doomed:
         shutil.rmtree(jobs_dir / session_id, ignore_errors=True)
+    links = list_job_links(jobs_dir)
+    for name in links:
+        (jobs_dir / name).unlink(missing_ok=True)  # the link itself, never what it points to
     cursors = events.prune_cursors(jobs_dir.parent, cutoff)
     return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed),
-            "pruned_cursors": cursors}
+            "kept_undelivered": len(set(over) & pending), "removed_links": links, "pruned_cursors": cursors}

@@ -269,7 +269,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
 
     def _flush_events(self) -> None:
         try:
-            fd = os.open(os.path.join(self.home, "events.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(os.path.join(self.home, "events.jsonl"),  # never through a planted link
+                         os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as exc:
             return self._event_failed(exc)
         try:
