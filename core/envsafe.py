@@ -1,25 +1,32 @@
-"""The environment a job starts with: the caller's, minus secrets, plus a few fixed settings."""
+"""The environment a job starts with: the caller's, minus secrets, plus a few fixed settings.
+
+A variable is a secret when its name contains one of the words of core/secretwords.py (the
+list the masking uses too), or when its value holds something the masking would hide: a
+password in a URL (``http_proxy=http://user:pw@proxy``, ``DATABASE_URL``), a known token shape,
+a private key. $HERMES_PROCS_ENV_PASSTHROUGH names variables to pass anyway.
+"""
 
 from __future__ import annotations
 
 import os
 import shlex
 
-SECRET_MARKERS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PRIVATE_KEY",
-                  "CREDENTIAL", "ACCESS_KEY", "AUTH", "SESSION_KEY", "COOKIE")
+from .redact import contains_secret
+from .secretwords import is_secret_name
+
 PASS_THROUGH_ENV = "HERMES_PROCS_ENV_PASSTHROUGH"
 
 
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return any(marker in upper for marker in SECRET_MARKERS)
+def is_secret(name: str, value: str) -> bool:
+    """True when the variable `name`=`value` must not reach a job."""
+    return is_secret_name(name) or contains_secret(value)
 
 
 def child_env(overrides: dict | None = None, pty: bool = False, base: dict | None = None) -> dict:
-    """Parent env minus secret-named variables (except $HERMES_PROCS_ENV_PASSTHROUGH), plus overrides."""
+    """Parent env minus secrets (except $HERMES_PROCS_ENV_PASSTHROUGH), plus overrides."""
     source = os.environ if base is None else base
     keep = set(source.get(PASS_THROUGH_ENV, "").replace(",", " ").split())
-    env = {k: v for k, v in source.items() if k in keep or not is_secret_name(k)}
+    env = {k: v for k, v in source.items() if k in keep or not is_secret(k, v)}
     env["PYTHONUNBUFFERED"] = "1"
     if pty:
         env.update(TERM="xterm-256color", PAGER="cat", GIT_PAGER="cat")

@@ -1,19 +1,24 @@
 """Secret masking for agent-facing text.
 
 Every string that the agent tool, the MCP server or the event stream hands to an agent goes
-through :func:`redact` (or :func:`redact_obj` for whole result dicts). The raw log on disk, the
-Python API and the dashboard keep the original text: the human owns it.
+through :func:`redact` (or :func:`redact_obj` for whole result dicts, including the ``command``
+of start/list/poll results). The raw log on disk, the Python API and the dashboard keep the
+original text: the human owns it. docs/security.md says what is and is not promised.
 
 What is masked:
 
-- values of secret-named variables written as ``NAME=value``, ``NAME: value``,
-  ``"NAME": "value"``, ``export NAME=value``, ``--name=value`` (names containing API_KEY, TOKEN,
-  SECRET, PASSWORD, PASSWD, PASSPHRASE, PRIVATE_KEY, ACCESS_KEY, CREDENTIAL, AUTH, COOKIE, ...);
+- values of secret-named variables and fields, written as ``NAME=value``, ``NAME: value``,
+  ``"NAME": "value"``, ``export NAME=value``, ``--name=value`` or ``--name value``; the names
+  are those of core/secretwords.py (the list the env filter uses too);
+- credentials in command lines and config files: ``-pX`` on a mysql/mariadb line,
+  ``docker|podman|helm ... login -p X``, ``curl -u user:pw``, netrc ``password X``,
+  ``.pgpass`` lines (``host:port:db:user:password``);
 - well-known token shapes wherever they appear: ``sk-...`` / ``sk-ant-...`` (OpenAI,
   Anthropic), ``ghp_ gho_ ghu_ ghs_ ghr_ github_pat_`` (GitHub), ``xox[baprs]-`` (Slack),
-  ``AKIA`` / ``ASIA`` + 16 (AWS access key ids), ``glpat-``, ``hf_``, ``AIza``, ``npm_``,
-  Stripe ``sk_live_``..., JWTs, ``Bearer <token>``, passwords in ``scheme://user:pass@host``
-  URLs, and PEM private-key blocks (including a block cut at either end).
+  ``AKIA`` / ``ASIA`` + 16 (AWS access key ids), bare 40-character AWS secret keys (mixed case
+  and digits), ``glpat-``, ``hf_``, ``AIza``, ``npm_``, Stripe ``sk_live_``..., JWTs,
+  ``Bearer <token>``, passwords in ``scheme://user:pass@host`` URLs, webhook URLs (Slack,
+  Office, ``/api/webhooks/``), and PEM private-key blocks (including a block cut at either end).
 
 Tails cut at a fixed length (``output_preview``, the ``output`` of wait/kill/completion) may
 begin in the middle of a secret (``EN=hunter2``, ``p_a1B2...`` of a cut ``ghp_`` token, a PEM
@@ -25,8 +30,10 @@ Masking is idempotent (``redact(redact(t)) == redact(t)``).
 Redaction is on unless the environment variable ``HERMES_PROCS_REDACT`` is ``0`` (or
 ``false``/``no``/``off``); it is read at every call, so a test or a user can flip it at runtime.
 
-All regular expressions are compiled once at import; a megabyte of ordinary log text is
-processed in a few tens of milliseconds, and text without any candidate is returned as is.
+Every pattern runs in time linear in the text: each starts at a literal or a rare anchor and
+every repetition that could run on is bounded or cannot fail after it (tests/test_redact_linear.py
+checks each against a plain ``re.sub`` over the same adversarial megabyte). Text without any
+candidate is returned as is.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ import os
 import re
 from typing import Any
 
-__all__ = ["redact", "redact_cut", "redact_obj", "redaction_enabled", "MASK"]
+from .secretwords import TRIGGERS, WORDS_RE
+
+__all__ = ["redact", "redact_cut", "redact_obj", "redaction_enabled", "contains_secret", "MASK"]
 
 MASK = "***"
 
@@ -75,11 +84,14 @@ def redaction_enabled() -> bool:
     return value not in ("0", "false", "no", "off")
 
 
+_HINT_RE = re.compile("|".join(re.escape(p) for p in _HINT_PREFIXES))  # tried in order: longest first
+
+
 def _hint(value: str) -> str:
     """The mask for one secret value: its well-known prefix (if any) then ``...***``."""
-    for prefix in _HINT_PREFIXES:
-        if value.startswith(prefix) and len(value) > len(prefix):
-            return prefix + "..." + MASK
+    m = _HINT_RE.match(value)
+    if m and len(value) > m.end():
+        return m.group(0) + "..." + MASK
     return MASK
 
 
@@ -90,23 +102,31 @@ def _hint(value: str) -> str:
 # left alone, which is what we want anyway) so the scan is driven by the keywords, not by every
 # word of the text. AUTH is not matched inside AUTHOR; TOKENS (max_tokens=100) is not a secret.
 # ---------------------------------------------------------------------------------------------
-_KEYWORDS = (
-    r"api[_-]?key|apikey|access[_-]?key|secret|password|passwd|passphrase|private[_-]?key"
-    r"|credentials?|token(?!s\b)|authorization|auth(?!or)|cookie|signing[_-]?key"
-    r"|encryption[_-]?key|master[_-]?key|session[_-]?key|client[_-]?key|dsn|pgpass"
-)
 # Run on a lower-cased copy of the text (much faster than re.IGNORECASE); the spans are then
-# applied to the original. The name tail is bounded (40) so a long run of "tokentoken..." stays linear.
+# applied to the original. The name tail is bounded (40) so a long run of "tokentoken..." stays
+# linear, and an unterminated quoted value runs to the end of its line (it never fails after a
+# long scan).
+_VALUE = r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))"
 _ASSIGN_RE = re.compile(
-    r"(?:" + _KEYWORDS + r")[a-z0-9_.-]{0,40}+[\"']?[ \t]*[:=][ \t]*"
-    r"(?:(?:bearer|basic|token)[ \t]+)?"
-    r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))"
+    r"(?:" + WORDS_RE + r")[a-z0-9_.-]{0,40}+[\"']?[ \t]{0,20}[:=][ \t]{0,20}"
+    r"(?:(?:bearer|basic|token)[ \t]+)?" + _VALUE
 )
-# Substrings (of the lower-cased text) without which _ASSIGN_RE cannot match.
-_ASSIGN_TRIGGERS = (
-    "key", "secret", "passw", "passphrase", "credential", "token", "auth", "cookie", "dsn",
-    "pgpass",
+# --name value (a space instead of "="): options named with a secret word, or --pass.
+_OPTION_RE = re.compile(
+    r"(?<![\w-])--?(?:[a-z0-9]{1,30}[_-]){0,3}(?:" + WORDS_RE + r"|pass)[ \t]+(?![-\s])" + _VALUE
 )
+_ASSIGN_TRIGGERS = TRIGGERS
+# Command lines and config files (on the lower-cased text too).
+_MYSQL_P_RE = re.compile(r"(?<=[ \t])-p(?P<val>[^\s]+)")  # only on lines that run mysql/mariadb
+_LOGIN_P_RE = re.compile(r"(?<![\w-])(?:-p|--password)(?:[ \t]+|=)(?P<val>[^\s-]\S*)")  # docker ... login
+_LOGIN_TOOLS = ("docker", "podman", "helm", "nerdctl", "buildah", "skopeo", "oras", "crane")
+_USER_PW_RE = re.compile(
+    r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)[\"']?(?P<user>[^\s:\"']{1,256}):(?P<val>[^\s\"']+)")
+_NETRC_RE = re.compile(r"(?<![\w-])(?:login|machine|account)[ \t]+\S{1,256}[ \t]+password[ \t]+(?P<val>\S+)")
+_NETRC_LINE_RE = re.compile(r"[ \t]*password[ \t]+(?P<val>\S+)[ \t]*")  # a line of its own
+_PGPASS_RE = re.compile(
+    r"^(?=[^\s:]{0,252}[^\d\s:])[^\s:]{1,253}:(?:\d{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:(?P<val>\S+)[ \t]*$",
+    re.MULTILINE)
 
 # ---------------------------------------------------------------------------------------------
 # 2. Token shapes, anywhere in the text (one combined pattern, one pass).
@@ -149,16 +169,24 @@ def _token_sub(m: re.Match) -> str:
 
 _BEARER_RE = re.compile(r"(?<![A-Za-z0-9_])(?P<head>[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
 
-# scheme://user:password@host  ->  scheme://user:***@host
-_URL_CRED_RE = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)(?P<val>[^\s@/]+)(?=@)")
+# scheme://user:password@host  ->  scheme://user:***@host (anchored at "://"; the scheme is kept)
+_URL_CRED_RE = re.compile(r"(?P<head>://[^\s:/@]{1,256}:)(?P<val>[^\s@/]{1,1024})(?=@)")
+
+# Webhook URLs carry their secret in the path.
+_WEBHOOK_RE = re.compile(r"(?P<head>(?:hooks\.slack\.com|webhook\.office\.com|/api/webhooks)/)(?P<val>[^\s\"'<>)\]]+)")
+
+# A bare AWS secret access key: exactly 40 base64 characters, mixed case and digits.
+_AWS_SECRET_RE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
 # PEM private keys: whole blocks, a block cut at its end (BEGIN without END: mask to the end of
-# the text), and a block cut at its start (base64 lines then END).
+# the text), and a block cut at its start (base64 lines then END: found by walking back from
+# each END line, never by a pattern that rescans the text from every position).
 _PEM_RE = re.compile(
-    r"(?P<begin>-----BEGIN (?P<kind>[A-Z0-9 ]*?)PRIVATE KEY-----)"
-    r"(?:[\s\S]*?-----END [A-Z0-9 ]*?PRIVATE KEY-----|[\s\S]*\Z)"
+    r"(?P<begin>-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}?)PRIVATE KEY-----)"
+    r"(?:[\s\S]*?-----END [A-Z0-9 ]{0,40}?PRIVATE KEY-----|[\s\S]*\Z)"
 )
-_PEM_TAIL_RE = re.compile(r"(?:[A-Za-z0-9+/=]{8,}\r?\n)+(?P<end>-----END [A-Z0-9 ]*?PRIVATE KEY-----)")
+_PEM_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,40}?PRIVATE KEY-----")
+_BASE64_LINE_RE = re.compile(r"[A-Za-z0-9+/=]{8,}\r?")
 
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
@@ -176,24 +204,91 @@ def _pem_sub(m: re.Match) -> str:
     return f"{m.group('begin')}\n{MASK}\n-----END {kind}PRIVATE KEY-----"
 
 
-def _pem_tail_sub(m: re.Match) -> str:
-    return f"{MASK}\n{m.group('end')}"
-
-
-def _mask_assignments(text: str) -> str:
-    low = _lower(text)
-    if not any(t in low for t in _ASSIGN_TRIGGERS):
-        return text
-    out = []
-    pos = 0
-    for m in _ASSIGN_RE.finditer(low):
-        group = "qval" if m.group("q") else "val"
-        start, end = m.span(group)
-        out.append(text[pos:start])
-        out.append(_hint(text[start:end]))
-        pos = end
+def _mask_pem_tails(text: str) -> str:
+    """Mask the base64 lines just before each PEM END line (a key block cut at its start)."""
+    out, pos = [], 0
+    for m in _PEM_END_RE.finditer(text):
+        start = m.start()
+        cut = start
+        while cut > pos and text[cut - 1] == "\n":  # walk back one line at a time, never past pos
+            line_start = text.rfind("\n", pos, cut - 1) + 1 or pos
+            if not _BASE64_LINE_RE.fullmatch(text, line_start, cut - 1):
+                break
+            cut = line_start
+        if cut < start:
+            out += [text[pos:cut], MASK, "\n"]
+            pos = start
     if not out:
         return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _aws_secret_sub(m: re.Match) -> str:
+    value = m.group(0)
+    mixed = (any(c.isupper() for c in value) and any(c.islower() for c in value)
+             and any(c.isdigit() for c in value))
+    return MASK if mixed else value
+
+
+def _line_spans(low: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each line of `low` that contains one of `needles` (each line once)."""
+    spans = set()
+    for needle in needles:
+        pos = low.find(needle)
+        while pos >= 0:
+            start = low.rfind("\n", 0, pos) + 1
+            end = low.find("\n", pos)
+            end = len(low) if end < 0 else end
+            spans.add((start, end))
+            pos = low.find(needle, end)
+    return sorted(spans)
+
+
+def _value_spans(low: str) -> list[tuple[int, int]]:
+    """Spans of the values to mask that are found by name or by command shape (lower-cased text)."""
+    spans: list[tuple[int, int]] = []
+
+    def add(pattern: re.Pattern, start: int = 0, end: int | None = None) -> None:
+        for m in pattern.finditer(low, start, len(low) if end is None else end):
+            group = "qval" if "q" in m.re.groupindex and m.group("q") else "val"
+            if m.re is _USER_PW_RE and m.group("user").isdigit() and m.group("val").isdigit():
+                continue  # -u 1000:1000 is a uid:gid, not a login
+            spans.append(m.span(group))
+
+    if any(t in low for t in _ASSIGN_TRIGGERS) or "pass" in low:
+        add(_ASSIGN_RE)
+        add(_OPTION_RE)
+    if "-p" in low:
+        for start, end in _line_spans(low, ("mysql", "mariadb")):
+            add(_MYSQL_P_RE, start, end)
+        for start, end in _line_spans(low, ("login",)):
+            if any(tool in low[start:end] for tool in _LOGIN_TOOLS):
+                add(_LOGIN_P_RE, start, end)
+    if "-u" in low:
+        add(_USER_PW_RE)
+    if "password" in low:
+        add(_NETRC_RE)
+        for start, end in _line_spans(low, ("password",)):
+            m = _NETRC_LINE_RE.fullmatch(low, start, end)
+            if m:
+                spans.append(m.span("val"))
+    if ":" in low:
+        add(_PGPASS_RE)
+    return spans
+
+
+def _mask_values(text: str) -> str:
+    """Replace the value spans found in a lower-cased copy of `text` (overlaps: the first wins)."""
+    spans = sorted(_value_spans(_lower(text)))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for start, end in spans:
+        if start < pos:
+            continue
+        out += [text[pos:start], _hint(text[start:end])]
+        pos = end
     out.append(text[pos:])
     return "".join(out)
 
@@ -201,7 +296,7 @@ def _mask_assignments(text: str) -> str:
 def _redact_text(text: str) -> str:
     if "PRIVATE KEY-----" in text:
         text = _PEM_RE.sub(_pem_sub, text)
-        text = _PEM_TAIL_RE.sub(_pem_tail_sub, text)
+        text = _mask_pem_tails(text)
     for prefix, pattern in _TOKEN_PATTERNS:
         if prefix in text:
             text = pattern.sub(_token_sub, text)
@@ -209,7 +304,16 @@ def _redact_text(text: str) -> str:
         text = _BEARER_RE.sub(lambda m: m.group("head") + _hint(m.group("val")), text)
     if "://" in text:
         text = _URL_CRED_RE.sub(lambda m: m.group("head") + MASK, text)
-    return _mask_assignments(text)
+    if "hook" in text:
+        text = _WEBHOOK_RE.sub(lambda m: m.group("head") + MASK, text)
+    text = _AWS_SECRET_RE.sub(_aws_secret_sub, text)
+    return _mask_values(text)
+
+
+def contains_secret(text: str) -> bool:
+    """True when masking would change `text` (whatever HERMES_PROCS_REDACT says): the env filter
+    uses it to keep values such as ``http://user:pw@proxy`` or a token out of jobs."""
+    return isinstance(text, str) and bool(text) and _redact_text(text) != text
 
 
 # ---------------------------------------------------------------------------------------------

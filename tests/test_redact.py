@@ -1,7 +1,5 @@
 """Secret masking of agent-facing text: variable values, token shapes, PEM blocks, speed, opt-out."""
 
-import time
-
 import pytest
 
 from hermes_procs.core.redact import redact, redact_obj
@@ -101,18 +99,10 @@ def test_non_strings_pass_through():
     assert redact("") == "" and redact(None) is None and redact_obj(5) == 5
 
 
-def test_fast_on_a_megabyte():
+def test_plain_megabyte_comes_back_unchanged():
     line = "2026-01-01 12:00:00 INFO compiling module foo/bar.py -O2 took 12ms author=x key: 3\n"
     plain = line * (1_000_000 // len(line))
-    dense = (f"x=1 TOKEN=abc password: foo {GHP} " * 10 + "\n") * 2000
-    patho = "token" * 200_000 + "eyJ" * 100_000 + "sk-" * 100_000
-    for text in (plain, dense, patho):
-        start = time.perf_counter()
-        redact(text)
-        assert time.perf_counter() - start < 1.5, len(text)
-    start = time.perf_counter()
-    assert redact(plain) == plain
-    assert time.perf_counter() - start < 0.5
+    assert redact(plain) == plain  # speed: tests/test_redact_linear.py (a ratio, not a clock)
 
 
 def _cut(head, n):

@@ -1,0 +1,150 @@
+"""Masking is linear: every pattern of core/redact.py on adversarial 1 MB inputs costs at most
+RATIO times a plain re.sub over the same input, measured in the same test (a ratio, not a
+wall-clock bound: a quadratic pattern is thousands of times slower at this size, a loaded
+machine slows both sides alike). The plain re.sub matches every character (``.`` with
+DOTALL): its cost per character does not depend on the input's shape. Masking measures at most
+~6x that today.
+
+COVERS maps each compiled pattern of the module to the inputs built to break it; a new pattern
+without adversarial inputs fails test_every_pattern_has_adversarial_inputs.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from hermes_procs.core import redact as R
+
+MB = 1 << 20
+RATIO = 20
+B64 = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2"  # 64 base64 chars
+
+
+def fill(unit: str, size: int = MB) -> str:
+    return unit * (size // len(unit) + 1)
+
+
+INPUTS = {
+    # PEM: the issue's case (base64 after an END line), many END lines, BEGIN without END
+    "pem_b64_after_end": "-----END PRIVATE KEY-----\n" + fill(B64 + "\n"),
+    "pem_b64_then_end": fill(B64 + "\n") + "-----END PRIVATE KEY-----\n",
+    "pem_many_ends": fill(B64 + "\n-----END RSA PRIVATE KEY-----\n"),
+    "pem_many_begins": fill("-----BEGIN PRIVATE KEY-----\n" + B64 + "\n"),
+    "pem_end_kind_runs": fill("-----END " + "A " * 30 + "\n") + "PRIVATE KEY-----",
+    "pem_begin_kind_runs": fill("-----BEGIN " + "A" * 60 + "\n") + "PRIVATE KEY-----",
+    # token shapes
+    "tok_prefixes": fill("sk-ghp_eyJxoxb-AKIAASIAglpat-hf_npm_AIzagithub_pat_sk_live_rk_test_"),
+    "tok_sk_run": "sk-" + "a" * MB,
+    "tok_jwt_parts": fill("eyJaaaaaa.eyJbbbbbb"),
+    "tok_jwt_dots": fill("eyJaaaaaa."),
+    "bearer_runs": fill("Bearer "),
+    "bearer_spaces": "bearer" + " " * MB + "x",
+    # URL credentials and webhooks
+    "url_scheme_dots": fill("a.") + "://u:p",
+    "url_user_runs": fill("://a:"),
+    "url_no_at": fill("http://user:pass/"),
+    "url_long_user": "://" + "a" * MB + ":",
+    "webhook_heads": fill("/api/webhooks/"),
+    "webhook_long": "hooks.slack.com/" + "a" * MB,
+    "webhook_hooks": fill("hooks "),
+    # AWS bare secrets: long runs, runs of 40, near misses
+    "aws_long_run": "A" * MB,
+    "aws_runs_of_40": fill("aB3" * 13 + "x "),
+    "aws_slashes": fill("a/"),
+    # names and values
+    "assign_keywords": fill("password"),
+    "assign_eq": fill("password="),
+    "assign_open_quote": fill("password='"),
+    "assign_spaces": "api_key" + " " * MB + "=",
+    "assign_key_suffix": fill("_key_pwd-key"),
+    "assign_tokens": fill("token "),
+    # options and command lines
+    "opt_dashes": "-" * MB + "password x",
+    "opt_password_runs": fill("--password "),
+    "opt_prefix_runs": fill("--a-"),
+    "opt_long_prefix": "--" + "a" * MB + " x",
+    "mysql_words": fill("mysql ") + "-p",
+    "mysql_p_runs": "mysql" + fill(" -px"),
+    "mysql_lines": fill("mysql -p\n"),
+    "login_words": fill("docker login "),
+    "login_p_runs": fill("docker login -p "),
+    "user_runs": fill(" -u "),
+    "user_pairs": fill("-u a:"),
+    "user_long": "-u " + "a" * MB,
+    "netrc_runs": fill("login a password "),
+    "netrc_lines": fill("password\n"),
+    "netrc_words": fill("password "),
+    "pgpass_lines": fill("h:1:b:c:d\n"),
+    "pgpass_colons": fill("a:"),
+    "pgpass_long_host": fill("a" * 252 + ":"),
+}
+CUT_INPUTS = {  # redact_cut also masks the head of a text cut mid-line
+    "head_b64_lines": fill("A" * 48 + "\n"),
+    "head_run": "a1" * (MB // 2),
+    "head_assign": "x" * MB + "=",
+    "head_quote": "k: '" + "x" * MB,
+}
+COVERS = {
+    "_ASSIGN_RE": ["assign_keywords", "assign_eq", "assign_open_quote", "assign_spaces", "assign_key_suffix",
+                   "assign_tokens"],
+    "_OPTION_RE": ["opt_dashes", "opt_password_runs", "opt_prefix_runs", "opt_long_prefix"],
+    "_MYSQL_P_RE": ["mysql_words", "mysql_p_runs", "mysql_lines"],
+    "_LOGIN_P_RE": ["login_words", "login_p_runs"],
+    "_USER_PW_RE": ["user_runs", "user_pairs", "user_long"],
+    "_NETRC_RE": ["netrc_runs", "netrc_words"],
+    "_NETRC_LINE_RE": ["netrc_lines", "netrc_words"],
+    "_PGPASS_RE": ["pgpass_lines", "pgpass_colons", "pgpass_long_host"],
+    "_TOKEN_PATTERNS": ["tok_prefixes", "tok_sk_run", "tok_jwt_parts", "tok_jwt_dots"],
+    "_BEARER_RE": ["bearer_runs", "bearer_spaces"],
+    "_URL_CRED_RE": ["url_scheme_dots", "url_user_runs", "url_no_at", "url_long_user"],
+    "_WEBHOOK_RE": ["webhook_heads", "webhook_long", "webhook_hooks"],
+    "_AWS_SECRET_RE": ["aws_long_run", "aws_runs_of_40", "aws_slashes"],
+    "_PEM_RE": ["pem_many_begins", "pem_begin_kind_runs"],
+    "_PEM_END_RE": ["pem_b64_after_end", "pem_many_ends", "pem_end_kind_runs"],
+    "_BASE64_LINE_RE": ["pem_b64_after_end", "pem_b64_then_end"],
+    "_HEAD_RUN_RE": ["head_run"],
+    "_HEAD_ASSIGN_RE": ["head_assign", "head_quote"],
+    "_BASE64_LINES_RE": ["head_b64_lines"],
+    "_TAIL_TOKEN_RE": ["tok_prefixes"],  # searched over the last 200 characters only
+    "_HINT_RE": ["tok_prefixes", "assign_eq"],  # matched at the start of one value
+}
+_PLAIN = re.compile(r".", re.DOTALL)
+
+
+def _best(fn, text: str, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _assert_linear(fn, text: str) -> None:
+    plain = _best(lambda t: _PLAIN.sub("", t), text, runs=2)
+    spent = _best(fn, text, runs=1)
+    if spent > RATIO * plain:  # one more try of both before calling it a failure
+        plain = min(plain, _best(lambda t: _PLAIN.sub("", t), text, runs=1))
+        spent = min(spent, _best(fn, text, runs=1))
+    assert spent <= RATIO * plain, f"{spent:.3f}s against {plain:.3f}s for a plain re.sub ({spent / plain:.0f}x)"
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_redact_is_linear(name):
+    _assert_linear(R.redact, INPUTS[name])
+
+
+@pytest.mark.parametrize("name", sorted(CUT_INPUTS))
+def test_redact_cut_is_linear(name):
+    _assert_linear(R.redact_cut, CUT_INPUTS[name])
+
+
+def test_every_pattern_has_adversarial_inputs():
+    patterns = {name for name, value in vars(R).items() if isinstance(value, re.Pattern)}
+    patterns.add("_TOKEN_PATTERNS")
+    assert patterns <= set(COVERS), f"add adversarial inputs for {sorted(patterns - set(COVERS))}"
+    for inputs in COVERS.values():
+        assert all(name in INPUTS or name in CUT_INPUTS for name in inputs)

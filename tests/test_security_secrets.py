@@ -1,0 +1,111 @@
+"""Secrets reach neither jobs nor agents: one keyword list strips variables from jobs' env and
+masks values for agents; command-line and config-file credentials are masked, also in the
+`command` field of start/list/poll results."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hermes_procs.core import envsafe, redact as redact_mod, secretwords
+from hermes_procs.core.redact import redact
+from hermes_procs.core.tool import run_action
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+STRIPPED = {
+    "MYSQL_PWD": "hunter2", "OPENAI_KEY": "abc", "ANTHROPIC_KEY": "abc", "PGPASSWORD": "pw",
+    "GPG_PASSPHRASE": "pp", "SSH_KEY_PASSPHRASE": "pp", "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T/B/X",
+    "http_proxy": "http://user:pw@proxy:3128", "HTTPS_PROXY": "http://bob:s3cret@proxy:8080",
+    "DATABASE_URL": "postgres://app:pa55@db/x", "GITHUB_TOKEN": "x", "SENTRY_DSN": "https://k@sentry/1",
+    "SOME_VALUE": "ghp_" + "a1B2c3D4e5" * 4, "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+}
+KEPT = {"PATH": "/usr/bin:/bin", "PWD": "/home/me", "OLDPWD": "/", "HOME": "/root", "no_proxy": "localhost",
+        "http_proxy_plain": "http://proxy:3128", "MAX_TOKENS": "100", "XKB_KEYMAP": "us", "AUTHOR": "me",
+        "GIT_COMMIT": "0123456789abcdef0123456789abcdef01234567"}
+
+
+def test_env_filter_strips_secrets_and_keeps_the_rest():
+    env = envsafe.child_env(base={**STRIPPED, **KEPT})
+    assert not set(STRIPPED) & set(env), sorted(set(STRIPPED) & set(env))
+    assert all(env[k] == v for k, v in KEPT.items())
+
+
+def test_passthrough_still_passes():
+    env = envsafe.child_env(base={"MYSQL_PWD": "x", envsafe.PASS_THROUGH_ENV: "MYSQL_PWD"})
+    assert env["MYSQL_PWD"] == "x"
+
+
+def test_job_does_not_see_secrets(registry, monkeypatch):
+    for name, value in STRIPPED.items():
+        monkeypatch.setenv(name, value)
+    job = registry.spawn("env")
+    registry.wait(job["session_id"], timeout=30)
+    seen = registry.read_log(job["session_id"], offset=0, limit=10_000)["output"].splitlines()
+    names = {line.split("=", 1)[0] for line in seen if "=" in line}
+    assert not names & set(STRIPPED)
+
+
+def test_one_keyword_list():
+    assert envsafe.is_secret_name is secretwords.is_secret_name
+    assert redact_mod._ASSIGN_TRIGGERS is secretwords.TRIGGERS
+    assert secretwords.WORDS_RE in redact_mod._ASSIGN_RE.pattern
+    for word in secretwords.SECRET_WORDS:  # every word can be found through a trigger
+        literal = re.sub(r"\(.*?\)|\[.*?\]|[?\\]", "", word)
+        assert any(t in literal for t in secretwords.TRIGGERS), word
+    for name in STRIPPED:
+        if name not in ("http_proxy", "HTTPS_PROXY", "DATABASE_URL", "SOME_VALUE"):  # found by value
+            assert redact(f"{name}=v4lue") == f"{name}=***", name
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("mysql -u root --password hunter2 db", "hunter2"),
+    ("mysql --password=hunter2 db", "hunter2"),
+    ("mysql -uroot -phunter2 db", "hunter2"),
+    ("mariadb -h db -p'hunter2' app", "hunter2"),
+    ("curl -u bob:hunter2 https://api", "hunter2"),
+    ("curl --user=bob:hunter2 https://api", "hunter2"),
+    ("docker login -u me -p hunter2 registry.io", "hunter2"),
+    ("podman login --password hunter2 quay.io", "hunter2"),
+    ("machine api.example.com login bob password hunter2", "hunter2"),
+    ("machine h\n  login bob\n  password hunter2\n", "hunter2"),
+    ("db.example.com:5432:app:bob:hunter2", "hunter2"),
+    ("*:*:*:postgres:hunter2", "hunter2"),
+    ("posting to https://hooks.slack.com/services/T000/B000/XXXXhunter2", "XXXXhunter2"),
+    ("https://discord.com/api/webhooks/123/hunter2tok", "hunter2tok"),
+    (f"aws_access_key_id,secret\nAKIAIOSFODNN7EXAMPLE,{AWS_SECRET}", AWS_SECRET),
+    (f"the key is {AWS_SECRET}", AWS_SECRET),
+    ("export MYSQL_PWD=hunter2", "hunter2"),
+    ("OPENAI_KEY=hunter2 ANTHROPIC_KEY=hunter3", "hunter"),
+    ("GPG_PASSPHRASE: hunter2", "hunter2"),
+    ("SLACK_WEBHOOK_URL=https://hooks.slack.com/x/y", "hooks.slack.com/x"),
+    ("http_proxy=http://user:hunter2@proxy:3128", "hunter2"),
+    ("openssl enc -pass pass:hunter2", "hunter2"),
+])
+def test_command_line_and_config_credentials_are_masked(text, secret):
+    out = redact(text)
+    assert secret not in out and "***" in out, out
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("text", [
+    "docker run -u 1000:1000 image", "git log 0123456789abcdef0123456789abcdef01234567",
+    "ssh -p 2222 host", "PWD=/home/me OLDPWD=/tmp", "Password is required\n", "pip install -U pkg",
+    "mysql -u root -p", "Enter password: ", "max_tokens=100 author=me keyboard: us",
+])
+def test_ordinary_command_lines_untouched(text):
+    assert redact(text) == text
+
+
+def test_command_field_of_start_list_and_poll_is_masked(registry):
+    command = "mysql -uroot -phunter2 -e 'select 1' || curl -u bob:hunter3 http://127.0.0.1:9 || true"
+    started = run_action({"action": "start", "command": command}, registry)
+    assert started["status"] == "running", started
+    listed = run_action({"action": "list"}, registry)
+    polled = run_action({"action": "poll", "session_id": started["session_id"]}, registry)
+    rows = [r for r in listed["processes"] if r["session_id"] == started["session_id"]] \
+        if isinstance(listed, dict) and "processes" in listed else []
+    for text in [started["command"], polled["command"], *[r["command"] for r in rows]]:
+        assert "hunter2" not in text and "hunter3" not in text and "-p***" in text, text
+    assert rows, listed
