@@ -7,11 +7,14 @@ A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib o
 
 import json
 import os
+import re  # already loaded by json
 import selectors
 import termios
 import time
 
 from supervisor_clients import Client
+from supervisor_output import LOG
+from supervisor_watch import _plain
 
 MAX_PENDING_STDIN = 1 << 20
 
@@ -86,22 +89,30 @@ class StdinQueue:
             os.close(self.in_fd)
 
     def _log_input(self, data: bytes, source: str) -> None:
-        hidden = False
-        if self.pty:
-            try:
-                hidden = not termios.tcgetattr(self.in_fd)[3] & termios.ECHO
-            except termios.error:
-                pass
-        preview = "(hidden: echo is off)" if hidden else data[:200].decode(errors="replace")
+        """Record an input as typed (also when a REPL's readline turned echo off); an answer to
+        a password prompt only as hidden."""
+        hidden = _is_password_prompt(self._last_output_line())
+        preview = "(hidden: password prompt)" if hidden else data[:200].decode(errors="replace")
         entry = {"t": time.time(), "source": source, "preview": preview, "bytes": len(data)}
         try:
-            fd = os.open("inputs.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open("inputs.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 os.write(fd, (json.dumps(entry) + "\n").encode())
             finally:
                 os.close(fd)
         except OSError as exc:  # the input itself went to the job; only its history entry is lost
             self._complain(f"cannot write inputs.jsonl: {exc.strerror}")
+
+    def _last_output_line(self) -> str:
+        """The job's last non-empty output line (the prompt an input answers), as plain text."""
+        try:
+            with open(LOG, "rb") as fh:
+                fh.seek(max(0, self.log_size - 1024))
+                raw = fh.read(1024)
+        except OSError:
+            return ""
+        lines = [line for line in _plain(raw.replace(b"\r\n", b"\n")).split("\n") if line.strip()]
+        return lines[-1] if lines else ""
 
     def _attached_input(self, client: Client, data: bytes) -> None:
         """Keystrokes from an attached terminal; the input history gets one entry per line."""
@@ -111,3 +122,13 @@ class StdinQueue:
         if b"\r" in data or b"\n" in data or len(client.typed) > 200:
             self._log_input(bytes(client.typed), client.source)
             client.typed = bytearray()
+
+
+# A prompt whose answer is a secret: "Password: ", "[sudo] password for me: ",
+# "Enter passphrase for key '/root/.ssh/id_rsa': ", "Enter PIN:".
+PASSWORD_PROMPT = re.compile(
+    r"(?i)\b(?:password|passphrase|pass phrase|passcode|passwd|pin|secret|token)\b[^\n]{0,120}:\s*$")
+
+
+def _is_password_prompt(line: str) -> bool:
+    return bool(PASSWORD_PROMPT.search(line[-200:]))
