@@ -18,10 +18,17 @@ _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b
 def _unescape(data: str) -> str:
     """Interpret backslash escapes (\\n, \\r, \\t, \\x03, \\e, \\u00e9) in DATA."""
 
+    digits = {"x": 2, "u": 4, "U": 8}
+
     def sub(m: re.Match[str]) -> str:
         s = m.group(0)
-        if s[1] in "xuU":
-            return chr(int(s[2:], 16))
+        if s[1] in digits:
+            if len(s) != 2 + digits[s[1]]:
+                raise CliError(f"bad escape {s!r}: \\{s[1]} takes exactly {digits[s[1]]} hex digits")
+            code = int(s[2:], 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise CliError(f"bad escape {s!r}: not a Unicode character")
+            return chr(code)
         return _SIMPLE_ESCAPES.get(s[1], s)
 
     return re.sub(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", sub, data)
