@@ -25,9 +25,9 @@ COMPACT_SLACK = 200  # rewrite when the index holds this many more lines than li
 def read(home: Path) -> tuple[dict[str, dict], int]:
     """The rows in the index by session id, and how many lines it holds (unparsable ones too)."""
     try:
-        with open(home / NAME, "rb") as fh:
+        with os.fdopen(os.open(home / NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
             lines = fh.read().splitlines()
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # missing, or a planted symbolic link (never followed): load the jobs instead
         return {}, 0
     rows: dict[str, dict] = {}
     for line in lines:
@@ -46,7 +46,7 @@ def append(home: Path, rows: list[dict]) -> None:
         return
     data = "".join(json.dumps(row, separators=(",", ":")) + "\n" for row in rows).encode()
     try:
-        fd = os.open(home / NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(home / NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
         return  # best effort: the index is a cache
     try:
@@ -61,7 +61,7 @@ def rewrite(home: Path, rows: list[dict]) -> None:
     """Replace the index by exactly `rows` (a new file renamed over the old one)."""
     tmp = home / f".{NAME}.{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write("".join(json.dumps(row, separators=(",", ":")) + "\n" for row in rows).encode())
         os.replace(tmp, home / NAME)

@@ -162,3 +162,16 @@ def test_planted_inputs_link_is_not_read(tmp_path):
     finally:
         reg.kill(job["session_id"], grace=0.2)
     wait_until(lambda: reg.poll(job["session_id"])["status"] == "exited", 30)
+
+
+def test_planted_index_link_is_neither_read_nor_written(tmp_path):
+    home = tmp_path / "home"
+    reg = ProcessRegistry(home=home)
+    outside = tmp_path / "outside-index"
+    outside.write_text("keep\n")
+    (home / "index.jsonl").symlink_to(outside)
+    job = reg.spawn("true")
+    reg.wait(job["session_id"], timeout=30)
+    supervisor_gone(reg, job["session_id"])
+    assert [r["status"] for r in reg.list()] == ["exited"]
+    assert outside.read_text() == "keep\n"
