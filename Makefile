@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-full screenshots demo clean
+.PHONY: run test lint bench bench-full soak screenshots demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -29,6 +29,10 @@ bench: $(STAMP)
 
 bench-full: $(STAMP)
 	$(BIN)/python -m bench --full
+
+# Not in `make test`: minutes of spawn/kill/wait/attach churn with injected faults (SOAK_MINUTES=2).
+soak: $(STAMP)
+	$(BIN)/python tools/soak.py --minutes $(or $(SOAK_MINUTES),2)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m hermes_procs.tui.screenshots

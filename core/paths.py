@@ -146,10 +146,15 @@ def open_nofollow(path: Path | str, flags: int, mode: int = 0o600) -> int:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
+    write_text_atomic(path, json.dumps(data))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary name and rename it over `path` (a planted link is replaced)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh)
+        fh.write(text)
     os.replace(tmp, path)  # replaces a planted link itself, never its target
 
 

@@ -26,7 +26,7 @@ from .envsafe import child_env, shell_argv
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
 from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, open_nofollow, resolve_home,
-                    resolve_id, write_json_atomic)
+                    resolve_id, write_json_atomic, write_text_atomic)
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
@@ -614,15 +614,15 @@ class ProcessRegistry:
 
         stamp = self.home / ".last_prune"
         try:
-            due = time.time() - stamp.stat().st_mtime > PRUNE_EVERY
+            age = time.time() - os.lstat(stamp).st_mtime
         except FileNotFoundError:
-            due = True
+            age = math.inf
         try:
             count = len(list_job_ids(self.jobs_dir))
-            if due or count > keep_count() + 20 and count > _pruned_left(stamp) * 1.1 + 20:
-                stamp.touch(mode=0o600)
+            if age > PRUNE_EVERY or count > keep_count() + 20 and count > _pruned_left(stamp) * 1.1 + 20:
+                write_text_atomic(stamp, str(count))  # replaces a planted link, never follows it
                 self.prune()
-                stamp.write_text(str(len(list_job_ids(self.jobs_dir))))
+                write_text_atomic(stamp, str(len(list_job_ids(self.jobs_dir))))
         except (OSError, ValueError):  # best effort: `prune` itself reports bad settings
             pass
 
@@ -630,7 +630,8 @@ class ProcessRegistry:
 def _pruned_left(stamp: Path) -> int:
     """How many job folders the last automatic prune left (0 when unknown)."""
     try:
-        text = stamp.read_text()[:20]
+        with os.fdopen(open_nofollow(stamp, os.O_RDONLY), "rb") as fh:
+            text = fh.read(20).decode("ascii", "replace")
     except OSError:
         return 0
     return int(text) if text.isdigit() else 0

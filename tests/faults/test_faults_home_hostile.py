@@ -175,3 +175,14 @@ def test_planted_index_link_is_neither_read_nor_written(tmp_path):
     supervisor_gone(reg, job["session_id"])
     assert [r["status"] for r in reg.list()] == ["exited"]
     assert outside.read_text() == "keep\n"
+
+
+def test_planted_prune_stamp_link_is_replaced_not_followed(tmp_path):
+    home = tmp_path / "home"
+    ProcessRegistry(home=home)
+    target = tmp_path / "not-yet-there"
+    (home / ".last_prune").symlink_to(target)
+    reg = ProcessRegistry(home=home)
+    reg.spawn("true")  # the first spawn of a home applies retention and stamps the time
+    assert not os.path.lexists(target)  # the link was replaced, nothing was created through it
+    assert not os.path.islink(home / ".last_prune")
