@@ -182,6 +182,7 @@ def test_planted_prune_stamp_link_is_replaced_not_followed(tmp_path):
     ProcessRegistry(home=home)
     target = tmp_path / "not-yet-there"
     (home / ".last_prune").symlink_to(target)
+    os.utime(home / ".last_prune", (0, 0), follow_symlinks=False)  # an old stamp: retention is due
     reg = ProcessRegistry(home=home)
     reg.spawn("true")  # the first spawn of a home applies retention and stamps the time
     assert not os.path.lexists(target)  # the link was replaced, nothing was created through it
