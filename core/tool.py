@@ -24,6 +24,7 @@ import json
 import threading
 from typing import Any
 
+from .paths import HomeError
 from .redact import redact_obj
 
 __all__ = ["PROCESS_TOOL_SCHEMA", "ACTIONS", "handle_process", "run_action", "default_registry"]
@@ -218,7 +219,7 @@ def run_action(args: Any, registry=None, task_id: str | None = None) -> dict:
     """Perform one tool call and return its result dict (redacted). Never raises."""
     try:
         result = _dispatch(args, registry, task_id)
-    except _ArgError as exc:
+    except (_ArgError, HomeError) as exc:  # bad arguments, or a state home that is unsafe to use
         result = {"status": "error", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 - the tool must never raise into the agent loop
         result = {"status": "error", "error": f"internal error: {type(exc).__name__}: {exc}"}

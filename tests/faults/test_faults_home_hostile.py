@@ -187,3 +187,16 @@ def test_planted_prune_stamp_link_is_replaced_not_followed(tmp_path):
     reg.spawn("true")  # the first spawn of a home applies retention and stamps the time
     assert not os.path.lexists(target)  # the link was replaced, nothing was created through it
     assert not os.path.islink(home / ".last_prune")
+
+
+def test_agent_tool_reports_an_unsafe_home_as_an_error_dict(tmp_path, monkeypatch):
+    from hermes_procs.core import tool
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("HERMES_PROCS_HOME", str(shared))
+    monkeypatch.setattr(tool, "_default", None)
+    result = tool.run_action({"action": "list"})
+    assert result["status"] == "error" and "writable by group or others" in result["error"]
+    assert "internal error" not in result["error"] and _mode(shared) == 0o777
