@@ -74,7 +74,7 @@ def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES
         os.close(fd)
 
 
-def _start(raw: bytes, ident: tuple, size: int, only_new: bool, consumer: str, log: "_Log") -> tuple[int, list]:
+def _start(raw: bytes, ident: tuple, size: int, only_new: bool, consumer: str, log: _Log) -> tuple[int, list]:
     """Where `consumer` resumes in the log with identity `ident`, and any notice about it."""
     text = raw.strip()
     if not text:
@@ -116,7 +116,7 @@ class _Log:
     def __init__(self, fd: int | None) -> None:
         self.fd = fd
 
-    def __enter__(self) -> "_Log":
+    def __enter__(self) -> _Log:
         return self
 
     def __exit__(self, *exc) -> None:

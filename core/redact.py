@@ -44,7 +44,7 @@ from typing import Any
 
 from .secretwords import TRIGGERS, WORDS_RE
 
-__all__ = ["redact", "redact_cut", "redact_obj", "redaction_enabled", "contains_secret", "MASK"]
+__all__ = ["MASK", "contains_secret", "redact", "redact_cut", "redact_obj", "redaction_enabled"]
 
 MASK = "***"
 

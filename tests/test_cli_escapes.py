@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+
 def _cli(home, *args):
     return subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(home), *args],
                           capture_output=True, text=True, timeout=60)

@@ -15,7 +15,6 @@ import re
 import time
 
 import pytest
-
 from hermes_procs.core import redact as R
 
 MB = 1 << 20

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from hermes_procs.core import envsafe, redact as redact_mod, secretwords
+from hermes_procs.core import envsafe, secretwords
+from hermes_procs.core import redact as redact_mod
 from hermes_procs.core.redact import redact
 from hermes_procs.core.tool import run_action
 

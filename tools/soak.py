@@ -47,7 +47,8 @@ def worker(home: str, journal: str, deadline: float, seed: int) -> None:
         while time.time() < deadline:
             op = rng.choices(("spawn", "wait", "attach", "kill", "poll"), (5, 3, 2, 1, 2))[0]
             if op == "spawn" or not mine:
-                nbytes, code, pty = rng.choice((0, 1, 100, 4096, 70_000, 300_000)), rng.randrange(0, 5), rng.random() < 0.3
+                nbytes, code = rng.choice((0, 1, 100, 4096, 70_000, 300_000)), rng.randrange(0, 5)
+                pty = rng.random() < 0.3
                 sleep = rng.choice((0, 0, 0.05, 0.3, 2, 8))
                 command = f"sleep {sleep}; head -c {nbytes} /dev/zero | tr '\\0' x; exit {code}"
                 result = reg.spawn(command, pty=pty)

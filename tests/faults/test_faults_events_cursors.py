@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-
 from hermes_procs.core import ProcessRegistry, events
 
 

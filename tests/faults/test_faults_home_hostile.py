@@ -11,11 +11,9 @@ import subprocess
 import sys
 
 import pytest
-
+from conftest import supervisor_gone, wait_until
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.paths import HomeError
-
-from conftest import supervisor_gone, wait_until
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (chown to another user)")
 NOBODY = 65534
