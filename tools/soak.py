@@ -7,7 +7,7 @@ Worker processes start jobs that print a known number of bytes and exit with a k
 fault injector meanwhile SIGKILLs a running job's supervisor now and then (that job is then
 expected to be `lost`) and SIGSTOPs/SIGCONTs others (they must lose nothing). A long-lived
 observer process keeps a registry open the whole time (list, poll, read_log, drain_events) and
-its open fds and RSS are sampled.
+its open fds and RSS are sampled once it is warm (10 s in) and at the end.
 
 At the end every job is checked against what its worker expected, and the report says: jobs
 lost (no exit record, not a supervisor the injector killed), exit codes lost (wrong or missing
@@ -221,11 +221,11 @@ def main() -> int:
     deadline = time.time() + args.minutes * 60
     me = [sys.executable, str(HERE), "--home", str(home)]
     obs = subprocess.Popen([*me, "--observer", str(deadline)], env=env)
-    time.sleep(1.0)
-    fds0, rss0 = _fds(obs.pid), _rss_kb(obs.pid)
     journals = [scratch / f"worker{i}.jsonl" for i in range(args.workers)]
     workers = [subprocess.Popen([*me, "--worker", str(j), str(deadline), str(seed + i)], env=env)
                for i, j in enumerate(journals)]
+    time.sleep(min(10.0, args.minutes * 6))  # the observer's baseline: warm (imports done, jobs listed)
+    fds0, rss0 = _fds(obs.pid), _rss_kb(obs.pid)
     faults = inject_faults(home, deadline, rng)
     for proc in workers:
         proc.wait()
