@@ -1,4 +1,10 @@
-"""A job's state as read from its folder: meta, process, exit, and whether it still runs."""
+"""A job's state as read from its folder: meta, process, exit, and whether it still runs.
+
+A job runs while its supervisor does and no exit is recorded; a job whose supervisor is gone
+but whose process still runs (same pid and start ticks) runs `unsupervised` until it ends; a
+job whose supervisor vanished without recording an exit is `lost`, with no exit code: only the
+supervisor, the process's parent, can know it.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +29,17 @@ class Job:
     proc: dict | None
     exit: dict | None
     supervisor_alive: bool = False
+    unsupervised: bool = False  # the supervisor is gone, the job's process runs on
     extra: dict = field(default_factory=dict)
 
     @property
-    def running(self) -> bool:
+    def supervised(self) -> bool:
+        """Running under a live supervisor: its socket serves input, signals, waits and kills."""
         return self.exit is None and self.supervisor_alive
+
+    @property
+    def running(self) -> bool:
+        return self.supervised or self.unsupervised
 
     @property
     def status(self) -> str:
@@ -57,14 +69,40 @@ class Job:
     def started_iso(self) -> str:
         return iso_time(self.started_at)
 
+    @property
+    def root(self) -> tuple[int, int] | None:
+        """The job's direct child as (pid, start ticks), as recorded."""
+        try:
+            return int(self.proc["pid"]), int(self.proc["pid_start"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    @property
+    def supervisor(self) -> tuple[int, int] | None:
+        """The supervisor as (pid, start ticks), as recorded."""
+        try:
+            return int(self.proc["supervisor_pid"]), int(self.proc["supervisor_start"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def tree(self) -> proctree.Tree:
+        """Who belongs to the job (proctree's rule): its root, the live supervisor and what is
+        below it, the leftovers the supervisor recorded as it left, the root's session."""
+        known = dict(_recorded_members(self.dir))
+        spare: tuple[int, ...] = ()
+        if self.root:
+            known[self.root[0]] = self.root[1]
+        if self.supervisor_alive and self.supervisor:
+            known[self.supervisor[0]] = self.supervisor[1]
+            spare = (self.supervisor[0],)
+        session, ticks = self.root or (None, None)
+        return proctree.Tree(known, session=session, leader_ticks=ticks, spare=spare)
+
     def leftover_pids(self) -> list[int]:
         """Processes of the job still alive after its direct child exited."""
         if self.running or not self.proc:
             return []
-        sup = self.proc.get("supervisor_pid") if self.supervisor_alive else None
-        if sup:
-            return sorted(proctree.descendants(sup, self.pid))
-        return sorted(proctree.session_members(self.pid)) if self.pid else []
+        return sorted(self.tree().scan())
 
 
 def load(jobdir: Path) -> Job:
@@ -79,6 +117,8 @@ def load(jobdir: Path) -> Job:
         job.supervisor_alive = _supervisor_alive(proc)
         if not job.supervisor_alive:  # it may have written its record just before exiting
             job.exit = _reread_exit(jobdir)
+        if job.exit is None and not job.supervisor_alive and job.root:
+            job.unsupervised = proctree.is_alive(*job.root)
     elif exit_ is None and proc is None:
         job.supervisor_alive = time.time() - float(meta.get("created_at", 0)) < 10
     elif proc:
@@ -98,6 +138,15 @@ def _supervisor_alive(proc: dict) -> bool:
         return proctree.is_alive(int(proc["supervisor_pid"]), int(proc["supervisor_start"]))
     except (KeyError, TypeError, ValueError):
         return False
+
+
+def _recorded_members(jobdir: Path) -> list[tuple[int, int]]:
+    """(pid, start ticks) of the processes the supervisor left running (members.json)."""
+    try:
+        data = read_json(jobdir / "members.json") or {}
+        return [(int(pid), int(ticks)) for pid, ticks in data.get("members", [])]
+    except (ValueError, OSError, TypeError, AttributeError):
+        return []
 
 
 def _reread_exit(jobdir: Path) -> dict | None:

@@ -1,7 +1,17 @@
-"""Process identity and trees from /proc, and killing a tree. Stdlib only: the supervisor imports it.
+"""Process identity, a job's process tree, and killing it. Stdlib only: the supervisor imports it.
 
 A process is named by (pid, start ticks): field 22 of /proc/PID/stat. A pid whose start ticks
-differ is a recycled pid and is never signalled.
+differ is a recycled pid and is never signalled. The rule for what belongs to a job:
+
+- a process whose identity was recorded as the job's (its root, its supervisor, the leftovers
+  the supervisor wrote down when it finished), if that identity still matches;
+- every descendant of such a live, identity-checked member;
+- members of the job's session / process group, only while the session leader (the job's root)
+  still has its recorded identity (alive or an unreaped zombie): once the leader is gone its pid
+  may belong to a stranger's session.
+
+Signals go through a pidfd opened before the identity check where the kernel has them, so a pid
+recycled between the check and the signal is never hit.
 """
 
 from __future__ import annotations
@@ -11,6 +21,19 @@ import signal
 import time
 
 HANGUP_AFTER = 0.2  # seconds between TERM and HUP for the root of a PTY job
+RESCAN_EVERY = 0.1  # during a kill's grace period, look for new members this often
+FREEZE_ROUNDS = 500  # SIGSTOP passes before giving up on a tree that keeps growing
+QUIET_SCANS = 3  # scans in a row that find nothing new before a tree counts as gone / frozen
+Reap = "Callable[[], None] | None"  # called while waiting, so a parent can collect its zombies
+
+
+class Row:
+    """One line of the process table."""
+
+    __slots__ = ("ppid", "pgid", "sid", "ticks", "state")
+
+    def __init__(self, ppid: int, pgid: int, sid: int, ticks: int, state: str) -> None:
+        self.ppid, self.pgid, self.sid, self.ticks, self.state = ppid, pgid, sid, ticks, state
 
 
 def stat_fields(pid: int) -> list[str] | None:
@@ -28,114 +51,213 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19]) if fields else None
 
 
+def state(pid: int, ticks: int | None = None) -> str | None:
+    """The process state letter (R, S, T, Z, ...) or None if gone or not the same process."""
+    fields = stat_fields(pid)
+    if not fields or (ticks is not None and int(fields[19]) != ticks):
+        return None
+    return fields[0]
+
+
 def is_alive(pid: int, ticks: int | None = None) -> bool:
     """True when `pid` runs (not a zombie) and, if `ticks` is given, is the same process."""
-    fields = stat_fields(pid)
-    if not fields or fields[0] in ("Z", "X"):
-        return False
-    return ticks is None or int(fields[19]) == ticks
+    return state(pid, ticks) not in (None, "Z", "X")
 
 
-def _parents_and_sessions() -> tuple[dict[int, list[int]], dict[int, tuple[int, int]]]:
-    children: dict[int, list[int]] = {}
-    groups: dict[int, tuple[int, int]] = {}
+def is_stopped(pid: int, ticks: int | None = None) -> bool:
+    """True when the process is stopped (SIGSTOP, or traced)."""
+    return state(pid, ticks) in ("T", "t")
+
+
+def table() -> dict[int, Row]:
+    """Every live (not zombie) process."""
+    rows: dict[int, Row] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         fields = stat_fields(int(name))
-        if not fields or fields[0] in ("Z", "X"):
-            continue
-        pid = int(name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        groups[pid] = (int(fields[2]), int(fields[3]))
-    return children, groups
+        if fields and fields[0] not in ("Z", "X"):
+            rows[int(name)] = Row(int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]), fields[0])
+    return rows
 
 
-def descendants(root: int, session: int | None = None) -> list[int]:
-    """Live descendants of `root`, plus live members of process group/session `session`."""
-    children, groups = _parents_and_sessions()
-    found: list[int] = []
-    stack = list(children.get(root, []))
+def members(known: dict[int, int], session: int | None = None, leader_ticks: int | None = None) -> dict[int, int]:
+    """The job's live processes (pid -> ticks) by the rule at the top of this module.
+
+    `known` are recorded identities; `session` is the job's session / process group id, trusted
+    only while the process `session` has `leader_ticks`. Descendants are found through each
+    process's children list, a few reads instead of a scan of all of /proc: fast enough to keep
+    up with a process that forks and exits every millisecond.
+    """
+    seeds = [pid for pid, ticks in known.items() if is_alive(pid, ticks)]
+    if session is not None and leader_ticks is not None and _leader_matches(session, leader_ticks):
+        in_session = [pid for pid, row in table().items() if session in (row.sid, row.pgid)]
+        if _leader_matches(session, leader_ticks):  # not if the leader went while we looked
+            seeds += in_session
+    found: dict[int, int] = {}
+    stack = seeds
     while stack:
         pid = stack.pop()
-        found.append(pid)
-        stack.extend(children.get(pid, []))
-    if session is not None:
-        me = os.getpid()
-        for pid, (pgid, sid) in groups.items():
-            if (pgid == session or sid == session) and pid not in found and pid not in (root, me):
-                found.append(pid)
+        if pid in found:
+            continue
+        fields = stat_fields(pid)
+        if not fields or fields[0] in ("Z", "X"):
+            continue
+        found[pid] = int(fields[19])
+        kids = children(pid)
+        if start_ticks(pid) == found[pid]:  # still the same parent after reading its children
+            stack.extend(kids)
     return found
 
 
-def session_members(session: int) -> list[int]:
-    """Live processes whose process group or session is `session`."""
-    return descendants(-1, session)
+def children(pid: int) -> list[int]:
+    """The children of every thread of `pid` (orphans re-parented to a subreaper included)."""
+    kids: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                kids.extend(int(k) for k in fh.read().split())
+        except OSError:
+            pass
+    return kids
 
 
-def snapshot(pids: list[int]) -> dict[int, int]:
-    """pid -> start ticks for the pids still alive."""
-    result = {}
-    for pid in pids:
-        ticks = start_ticks(pid)
-        if ticks is not None and is_alive(pid, ticks):
-            result[pid] = ticks
-    return result
+def _leader_matches(pid: int, ticks: int) -> bool:
+    return start_ticks(pid) == ticks  # a zombie leader (not yet reaped) still holds its session
+
+
+def send(pid: int, ticks: int, sig: int) -> bool:
+    """Signal the process (pid, ticks) if it is still that process; True if signalled."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    except (AttributeError, OSError):  # no pidfd here: check, then kill (a tiny window remains)
+        if start_ticks(pid) != ticks:
+            return False
+        try:
+            os.kill(pid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    try:
+        if start_ticks(pid) != ticks:  # the pidfd names whoever had the pid when opened
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+    finally:
+        os.close(fd)
 
 
 def signal_all(procs: dict[int, int], sig: int) -> None:
     """Send `sig` to each (pid, ticks) still the same process."""
     for pid, ticks in procs.items():
-        if is_alive(pid, ticks):
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+        send(pid, ticks, sig)
 
 
 def survivors(procs: dict[int, int]) -> list[int]:
     return sorted(pid for pid, ticks in procs.items() if is_alive(pid, ticks))
 
 
-def kill_tree(root: int | None, root_ticks: int | None, extra_root: int | None = None,
-              session: int | None = None, grace: float = 3.0, reap=None, hangup: bool = False) -> list[int]:
-    """TERM the root then its descendants, wait `grace`, KILL what survives; return survivors.
+class Deadline:
+    """When a kill's grace period ends; a later kill with a shorter grace moves it earlier."""
 
-    `extra_root` is a process whose descendants belong to the tree (the supervisor, a subreaper);
-    `reap` is called while waiting so a parent can collect its zombies. With `hangup` (a PTY
-    job), a root still alive shortly after TERM also gets HUP, as when its terminal closes:
-    interactive shells ignore TERM but leave on HUP.
+    def __init__(self, grace: float) -> None:
+        self.at = time.monotonic() + grace
+
+    def shorten(self, grace: float) -> None:
+        self.at = min(self.at, time.monotonic() + grace)
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+
+class Tree:
+    """Who belongs to a job, for `kill_tree`: recorded identities, the session, and the pids
+    never to signal (the caller, a supervisor whose descendants are the job's)."""
+
+    def __init__(self, known: dict[int, int], session: int | None = None, leader_ticks: int | None = None,
+                 spare: tuple[int, ...] = ()) -> None:
+        self.known = dict(known)
+        self.session, self.leader_ticks = session, leader_ticks
+        self.spare = {os.getpid(), *spare}
+
+    def scan(self, seen: dict[int, int] | None = None) -> dict[int, int]:
+        """The members now; members already `seen` seed the search too (their identity is checked)."""
+        found = members({**(seen or {}), **self.known}, self.session, self.leader_ticks)
+        return {pid: ticks for pid, ticks in found.items() if pid not in self.spare}
+
+
+def kill_tree(tree: Tree, grace: float | Deadline = 3.0, reap: Reap = None,
+              hangup: tuple[int, int] | None = None) -> list[int]:
+    """TERM the job's processes, wait for the grace period, then freeze and KILL what is left.
+
+    New members that appear during the grace period get TERM too. `reap` is called while
+    waiting so a parent can collect its zombies. `hangup` is the (pid, ticks) of a PTY job's
+    root: still alive shortly after TERM, it also gets HUP, as when its terminal closes
+    (interactive shells ignore TERM but leave on HUP). Returns the pids that survived.
     """
-    tree: dict[int, int] = {}
-    if root is not None and root_ticks is not None and is_alive(root, root_ticks):
-        tree[root] = root_ticks
-    tree.update(snapshot(_tree_pids(root, extra_root, session)))
-    rooted = {p: t for p, t in tree.items() if p == root}
-    signal_all(rooted, signal.SIGTERM)
-    signal_all({p: t for p, t in tree.items() if p != root}, signal.SIGTERM)
-    if hangup and rooted:
-        first = min(HANGUP_AFTER, grace)
-        _wait_gone(tree, first, reap)
-        signal_all(rooted, signal.SIGHUP)
-        grace -= first
-    _wait_gone(tree, grace, reap)
-    tree.update(snapshot(_tree_pids(root, extra_root, session)))
-    alive = {p: t for p, t in tree.items() if is_alive(p, t)}
-    if alive:
-        signal_all(alive, signal.SIGKILL)
-        _wait_gone(alive, 2.0, reap)
-    return survivors(tree)
+    deadline = grace if isinstance(grace, Deadline) else Deadline(grace)
+    seen = tree.scan()
+    if hangup and hangup[0] in seen:  # the root first: a shell passes TERM on to its children
+        send(*hangup, signal.SIGTERM)
+    signal_all(seen, signal.SIGTERM)
+    if hangup and hangup[0] in seen:
+        _wait_gone(seen, min(HANGUP_AFTER, deadline.left()), reap)
+        send(*hangup, signal.SIGHUP)
+    quiet = 0
+    while deadline.left() > 0 or quiet:
+        _wait_gone(seen, min(RESCAN_EVERY, deadline.left()), reap)
+        settled = not survivors(seen)  # all gone before the scan: then what they forked is in it
+        new = {p: t for p, t in tree.scan(_alive(seen)).items() if p not in seen}
+        seen.update(new)
+        signal_all(new, signal.SIGTERM)
+        quiet = quiet + 1 if settled and not new else 0
+        if quiet >= QUIET_SCANS:
+            return []
+        if quiet:
+            time.sleep(0.002)
+    return freeze_and_kill(tree, seen, reap)
 
 
-def _tree_pids(root: int | None, extra_root: int | None, session: int | None) -> list[int]:
-    pids: list[int] = []
-    for top in (root, extra_root):
-        if top is not None:
-            pids.extend(p for p in descendants(top, session) if p not in pids)
-    return [p for p in pids if p != os.getpid()]
+def freeze_and_kill(tree: Tree, seen: dict[int, int], reap: Reap = None) -> list[int]:
+    """SIGSTOP every member until the set stops growing (a stopped process cannot fork), then
+    SIGKILL them all: a tree that re-forks faster than a scan cannot outrun it. A children list
+    read while it changes may miss an entry: the set counts as stable after several quiet scans."""
+    left: dict[int, int] = {}
+    for _ in range(3):
+        stopped: dict[int, int] = {}
+        quiet = 0
+        for _ in range(FREEZE_ROUNDS):
+            # stopped (or dead) before the scan: then whatever they forked is in the scan
+            settled = all(state(p, t) in (None, "T", "t", "Z", "X") for p, t in stopped.items())
+            new = {p: t for p, t in tree.scan(_alive({**seen, **stopped})).items() if p not in stopped}
+            signal_all(new, signal.SIGSTOP)
+            stopped.update(new)
+            quiet = quiet + 1 if settled and not new else 0
+            if quiet >= QUIET_SCANS:
+                break
+            time.sleep(0.001)  # a SIGSTOP sent is not yet a process stopped
+        seen.update(stopped)
+        signal_all(stopped, signal.SIGKILL)
+        _wait_gone(stopped, 2.0, reap)
+        left = tree.scan(_alive(seen))
+        if not left and not survivors(seen):
+            return []
+    return sorted(set(survivors(seen)) | set(left))
 
 
-def _wait_gone(procs: dict[int, int], timeout: float, reap) -> None:
+def _alive(procs: dict[int, int]) -> dict[int, int]:
+    return {p: t for p, t in procs.items() if is_alive(p, t)}
+
+
+def _wait_gone(procs: dict[int, int], timeout: float, reap: Reap) -> None:
     deadline = time.monotonic() + timeout
     delay = 0.002
     while True:
@@ -143,5 +265,5 @@ def _wait_gone(procs: dict[int, int], timeout: float, reap) -> None:
             reap()
         if not survivors(procs) or time.monotonic() >= deadline:
             return
-        time.sleep(delay)
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, 0.05)

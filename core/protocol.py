@@ -9,7 +9,9 @@ import socket
 import time
 from pathlib import Path
 
-from . import jobstate, wire
+from . import jobstate, proctree, wire
+
+STALL_CHECK = 0.1  # while waiting for a reply, look this often whether the supervisor is stopped
 
 
 class SupervisorGone(Exception):
@@ -18,6 +20,13 @@ class SupervisorGone(Exception):
 
 class NewerSupervisor(Exception):
     """The job's supervisor speaks a newer protocol version than this client (wire.VERSION)."""
+
+
+class SupervisorStuck(Exception):
+    """The job's supervisor is alive but does not answer (stopped, or hung)."""
+
+    def __init__(self, jobdir: Path) -> None:
+        super().__init__(f"the supervisor of {jobdir.name} does not answer (stopped?)")
 
 
 def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
@@ -60,8 +69,16 @@ def _address(jobdir: Path) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/sock", fd
 
 
-def request(jobdir: Path, message: dict, timeout: float | None = 10.0, retry_for: float = 0.0) -> dict:
-    """Send one request and return its reply; SupervisorGone when nobody answers."""
+def request(jobdir: Path, message: dict, timeout: float | None = 10.0, retry_for: float = 0.0,
+            supervisor: tuple[int, int] | None = None) -> dict:
+    """Send one request and return its reply; SupervisorGone when nobody is there to answer.
+
+    With the supervisor's identity (pid, start ticks), a stopped supervisor raises
+    SupervisorStuck at once (before anything is sent, if it is stopped already), as does one
+    that has not answered within `timeout`.
+    """
+    if supervisor and proctree.is_stopped(*supervisor):
+        raise SupervisorStuck(jobdir)
     sock = connect(jobdir, retry_for)
     try:
         sock.settimeout(timeout)
@@ -69,11 +86,27 @@ def request(jobdir: Path, message: dict, timeout: float | None = 10.0, retry_for
             sock.sendall(json.dumps(message).encode() + b"\n")
         except (ConnectionResetError, BrokenPipeError):
             pass  # turned away (too many clients) before the request arrived: the reply says so
+        if supervisor is not None:
+            _await_reply(sock, jobdir, timeout, supervisor)
         return read_reply(sock)
     except (ConnectionResetError, BrokenPipeError) as exc:
         raise SupervisorGone(str(exc)) from exc
     finally:
         sock.close()
+
+
+def _await_reply(sock: socket.socket, jobdir: Path, timeout: float | None, supervisor: tuple[int, int]) -> None:
+    """Wait until the reply starts to arrive; SupervisorStuck if the supervisor stops or lets
+    `timeout` pass."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = STALL_CHECK if deadline is None else min(STALL_CHECK, deadline - time.monotonic())
+        if left <= 0:
+            raise SupervisorStuck(jobdir)
+        if select.select([sock], [], [], left)[0]:
+            return
+        if proctree.is_stopped(*supervisor):
+            raise SupervisorStuck(jobdir)
 
 
 def read_reply(sock: socket.socket) -> dict:

@@ -13,6 +13,7 @@ import math
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -32,6 +33,8 @@ SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
 DEFAULT_MAX_WAIT = 180.0
 PRUNE_EVERY = 3600.0
+UNSUPERVISED = ("the supervisor of {job} is gone; its process runs on unsupervised (output is no longer "
+                "recorded and input cannot reach it; kill, signal and wait still work)")
 
 
 class BadInput(Exception):
@@ -121,6 +124,7 @@ class ProcessRegistry:
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
+        self._reap_supervisors()
         return load(self.jobs_dir / resolve_id(self.jobs_dir, session_id))
 
     def job_dir(self, session_id) -> Path:
@@ -193,11 +197,14 @@ class ProcessRegistry:
                 self._reap_supervisors(started)
         return line
 
-    def _reap_supervisors(self, new: subprocess.Popen) -> None:
-        """Collect supervisors (and templates) started here that have finished (our children)."""
-        with self._lock:
-            self._supervisors = [p for p in self._supervisors if p.poll() is None]
-            self._supervisors.append(new)
+    def _reap_supervisors(self, new: subprocess.Popen | None = None) -> None:
+        """Collect supervisors (and templates) started here that have finished (our children,
+        which would stay zombies): one waitpid(WNOHANG) each, on every call that looks a job up."""
+        if self._supervisors or new is not None:
+            with self._lock:
+                self._supervisors = [p for p in self._supervisors if p.poll() is None]
+                if new is not None:
+                    self._supervisors.append(new)
 
     def _spawn_meta(self, command, cwd, env, pty, name, task_id, session_key, notify, watch, rows, cols,
                     max_runtime) -> dict:
@@ -245,6 +252,8 @@ class ProcessRegistry:
         if not job.running:
             result.update(_outcome_fields(job))
             result["leftover_pids"] = job.leftover_pids()
+        elif job.unsupervised:
+            result["note"] = UNSUPERVISED.format(job=job.session_id)
         return result
 
     def _live_status(self, job: Job) -> dict | None:
@@ -270,6 +279,8 @@ class ProcessRegistry:
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", "")}
         if not job.running:
             result.update(_outcome_fields(job))
+        elif job.unsupervised:
+            result["unsupervised"] = True
         return result
 
     @_safe
@@ -289,6 +300,7 @@ class ProcessRegistry:
         """Every job, newest first, optionally only those filed under `task_id` / `session_key`.
 
         Returns a list of row dicts (a damaged job folder has status `corrupt` and an error)."""
+        self._reap_supervisors()
         ids = list_job_ids(self.jobs_dir)
         finished = self._finished_rows()
         rows, new = [], []
@@ -387,8 +399,15 @@ class ProcessRegistry:
                         "(HERMES_PROCS_MAX_WAIT); call wait again to keep waiting")
                 timeout = maximum
         job = self._job(session_id)
-        if job.running:
-            outcome, record = self._wait_socket(job, timeout, interrupt)
+        deadline = time.monotonic() + timeout
+        while job.running:  # the supervisor may die while we wait: then wait for the process itself
+            left, record = deadline - time.monotonic(), None
+            if job.supervised and left > 0:
+                outcome, record = self._wait_socket(job, left, interrupt)
+            elif left > 0:
+                outcome = _wait_process(job.root, left, interrupt)
+            else:
+                outcome = "timeout"
             if outcome != "exited":
                 result = {"status": outcome, "session_id": job.session_id,
                           "output": self._tail_text(job, 2000)}
@@ -428,10 +447,14 @@ class ProcessRegistry:
 
     # ---- live operations ---------------------------------------------------------------
     def _live(self, job: Job, message: dict, timeout: float | None = 10.0) -> dict:
+        if job.unsupervised:
+            return {"ok": False, "error": UNSUPERVISED.format(job=job.session_id)}
         try:
-            return protocol.request(job.dir, message, timeout=timeout, retry_for=2.0)
+            return protocol.request(job.dir, message, timeout=timeout, retry_for=2.0, supervisor=job.supervisor)
         except protocol.SupervisorGone:
             return {"ok": False, "exited": True, "error": "the process has exited"}
+        except protocol.SupervisorStuck as exc:
+            return {"ok": False, "stuck": True, "error": str(exc)}
 
     @_safe
     def write(self, session_id, data, source: str = "agent") -> dict:
@@ -507,6 +530,10 @@ class ProcessRegistry:
         job = self._job(session_id)
         if not job.running:
             return self._already_exited(job)
+        if job.unsupervised:  # no supervisor to ask: the root's process group, identity-checked
+            for pid, ticks in proctree.group_members(*job.root).items():
+                proctree.send(pid, ticks, getattr(signal, "SIG" + name))
+            return {"status": "ok", "session_id": job.session_id}
         reply = self._live(job, {"op": "signal", "signal": name})
         return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
 
@@ -527,15 +554,22 @@ class ProcessRegistry:
             job = self._job(session_id)
         except CorruptJob:  # damaged files never block a kill the supervisor can still do
             return self._kill_damaged(self.job_dir(session_id), grace)
-        if job.supervisor_alive:
-            reply = self._live(job, {"op": "kill", "grace": grace}, timeout=grace + 30)
-            if not reply.get("ok") and reply.get("exited"):  # finished while we asked
-                return self._kill_fallback(load(job.dir), grace)
-            survivors = reply.get("survivors", [])
-        else:
+        if not job.supervisor_alive:
             return self._kill_fallback(job, grace)
+        timeout = grace + 30
+        reply = self._live(job, {"op": "kill", "grace": grace, "expires": time.time() + timeout}, timeout=timeout)
+        if not reply.get("ok") and reply.get("exited"):  # finished (or died) while we asked
+            return self._kill_fallback(load(job.dir), grace)
+        if reply.get("stuck"):  # stopped: kill the tree ourselves; it refuses the request later
+            result = self._kill_fallback(job, grace, was_running=job.exit is None)
+            result["note"] = (f"{reply['error']}: the job's processes were killed directly; its exit is "
+                              "recorded when the supervisor runs again")
+            return result
+        if not reply.get("ok"):
+            return {"status": "error", "session_id": job.session_id, "error": reply.get("error", "failed")}
         job = load(job.dir)
-        return self._kill_result(job, survivors, was_running=job.outcome.get("completion_reason") == "killed")
+        return self._kill_result(job, reply.get("survivors", []),
+                                 was_running=job.outcome.get("completion_reason") == "killed")
 
     def _kill_damaged(self, jobdir: Path, grace: float) -> dict:
         """Kill a job whose folder cannot be read, through its supervisor; the CorruptJob error
@@ -556,26 +590,25 @@ class ProcessRegistry:
                 "completion_reason": record.get("completion_reason"), "signal": record.get("signal"),
                 "output": text.last_chars(logstore.tail_bytes(jobdir, 12288), 2000)}
 
-    def _kill_fallback(self, job: Job, grace: float) -> dict:
-        """Kill without a supervisor: a lost job's tree, or an exited job's leftovers."""
-        root = job.pid if job.exit is None else None
-        ticks = (job.proc or {}).get("pid_start")
-        survivors = proctree.kill_tree(root, ticks, session=job.pid, grace=grace) if job.pid else []
-        if job.exit is None and job.proc and not survivors:
-            record = {"exit_code": -15, "signal": "SIGTERM", "completion_reason": "killed",
-                      "ended_at": time.time(), "note": "killed after its supervisor was lost"}
-            _link_exit(job.dir, record)
-            job = load(job.dir)
-            return self._kill_result(job, survivors, was_running=True)
-        return self._kill_result(job, survivors, was_running=False)
+    def _kill_fallback(self, job: Job, grace: float, was_running: bool | None = None) -> dict:
+        """Kill without the supervisor's help: a lost job's process (it may run on, unsupervised),
+        an exited job's leftovers, the tree of a job whose supervisor is stopped. Only the job's
+        own processes (proctree's rule) are signalled, and no exit record is written: only the
+        supervisor, the job's parent, can know the exit code."""
+        was_running = job.unsupervised if was_running is None else was_running
+        survivors = proctree.kill_tree(job.tree(), grace) if job.proc else []
+        return self._kill_result(load(job.dir), survivors, was_running)
 
     def _kill_result(self, job: Job, survivors: list[int], was_running: bool) -> dict:
         if survivors:
             return {"status": "error", "session_id": job.session_id, "survivors": survivors,
                     "error": f"could not kill {len(survivors)} process(es) of the job: {survivors}"}
         status = "killed" if was_running else "already_exited"
-        return {"status": status, "session_id": job.session_id, **_outcome_fields(job),
-                "output": self._tail_text(job, 2000)}
+        result = {"status": status, "session_id": job.session_id, **_outcome_fields(job),
+                  "output": self._tail_text(job, 2000)}
+        if job.outcome.get("completion_reason") == "lost":
+            result["note"] = "its supervisor was lost, so its exit code is unknown"
+        return result
 
     # ---- events and retention ----------------------------------------------------------
     @_safe
@@ -673,6 +706,27 @@ def _short_command(command: str) -> str:
     return repr(command) if len(command) <= 200 else repr(command[:200]) + f"... ({len(command)} characters)"
 
 
+def _wait_process(root: tuple[int, int] | None, timeout: float, interrupt) -> str:
+    """Wait for an unsupervised job's process to end: "exited", "timeout" or "interrupted"."""
+    deadline = time.monotonic() + timeout
+    try:
+        fd = os.pidfd_open(root[0]) if root else None
+    except OSError:  # gone already, or no pidfd here: look now and then instead
+        fd = None
+    try:
+        while root and proctree.is_alive(*root):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            if interrupt is not None and interrupt.is_set():
+                return "interrupted"
+            select.select([fd] if fd is not None else [], [], [], min(left, 0.05))
+        return "exited"
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 def _parse_report(line: bytes) -> dict:
     import json
 
@@ -683,14 +737,3 @@ def _parse_report(line: bytes) -> dict:
     except ValueError:
         pass
     return {"error": "the supervisor did not start (see supervisor.log in the job folder)"}
-
-
-def _link_exit(jobdir: Path, record: dict) -> None:
-    tmp = jobdir / f".exit.{os.getpid()}.tmp"
-    write_json_atomic(tmp, record)
-    try:
-        os.link(tmp, jobdir / "exit.json")
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -1,12 +1,15 @@
 """The supervisor's kill: the job's whole tree, in a helper thread (it sleeps through the grace
-period) that hands its result back through the wake pipe.
+period) that hands its result back through the wake pipe. Only the job's own processes are
+signalled (proctree's rule); a later kill with a shorter grace shortens the one under way.
 
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
 import os
 import threading
+import time
 
+import bounds
 import proctree
 
 
@@ -14,26 +17,53 @@ class Killer:
     def _init_kill(self) -> None:
         self.kill_reason = None
         self.kill_thread = None
+        self.kill_deadline = None
         self.kill_waiters: list = []
         self.kill_results: list = []
 
+    def _kill_request(self, client, req: dict) -> None:
+        """A kill from the socket. One that expired while nobody read it (the supervisor was
+        stopped and the caller gave up and killed directly) is refused, not done by surprise."""
+        grace = bounds.seconds(req.get("grace", 3.0), "grace", allow_zero=True)
+        expires = req.get("expires")
+        if isinstance(expires, (int, float)) and not isinstance(expires, bool) and time.time() > expires:
+            return self._reply(client, {"ok": False, "error": "the kill request expired before it was read"})
+        self._start_kill(grace, str(req.get("reason", "killed")), client)
+
     def _start_kill(self, grace: float, reason: str, client) -> None:
+        """Start killing the tree; a kill already under way is joined, and its grace period
+        shortened when this one asks for less."""
         if client is not None:
             self.kill_waiters.append(client)
         if self.kill_thread is not None:
+            self.kill_deadline.shorten(grace)
             return
         if self.exit is None:
             self.kill_reason = reason
-        self.kill_thread = threading.Thread(target=self._kill_worker, args=(grace,), daemon=True)
+        self.kill_deadline = proctree.Deadline(grace)
+        self.kill_thread = threading.Thread(target=self._kill_worker, daemon=True)
         self.kill_thread.start()
 
-    def _kill_worker(self, grace: float) -> None:
-        root = self.pid if self.exit is None else None
-        survivors = proctree.kill_tree(root, self.ticks, extra_root=os.getpid(), session=self.pid, grace=grace,
-                                       hangup=self.pty)
+    def _job_tree(self) -> "proctree.Tree":
+        """The job's processes: the root (while it is unreaped, its session too) and everything
+        below us, the subreaper every orphan of the job is re-parented to."""
+        me = os.getpid()
+        known = {me: proctree.start_ticks(me), self.pid: self.ticks}
+        return proctree.Tree(known, session=self.pid, leader_ticks=self.ticks)
+
+    def _kill_worker(self) -> None:
+        hangup = (self.pid, self.ticks) if self.pty and self.exit is None else None
+        survivors = proctree.kill_tree(self._job_tree(), self.kill_deadline, hangup=hangup)
         self.kill_results.append((survivors, self.kill_waiters))
         self.kill_waiters = []
         try:
             os.write(self.wake_w, b"k")
         except OSError:
             pass
+
+    def _record_members(self) -> None:
+        """Write down the job's processes still alive as we leave (pid + start ticks), so that
+        `leftover_pids` and a kill without us find them, and only them, later."""
+        alive = self._job_tree().scan()
+        alive.pop(self.pid, None)
+        self._write_json("members.json", {"members": sorted(alive.items()), "at": time.time()})

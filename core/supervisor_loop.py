@@ -314,8 +314,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         elif op == wire.SIGNAL:
             self._signal(client, req["signal"])
         elif op == wire.KILL:
-            grace = bounds.seconds(req.get("grace", 3.0), "grace", allow_zero=True)
-            self._start_kill(grace, str(req.get("reason", "killed")), client)
+            self._kill_request(client, req)
         elif op == wire.WAIT:
             if self.exit is not None:
                 self._reply(client, {"ok": True, "exit": self.exit})
@@ -360,6 +359,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self._reply(client, {"ok": True})
 
     def _shutdown(self) -> None:
+        self._record_members()
         try:
             os.unlink("sock")
         except OSError:

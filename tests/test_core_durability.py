@@ -61,17 +61,42 @@ def test_exit_while_no_registry_exists(home):
     assert log["total_lines"] == 3000 and log["output"].endswith("3000")
 
 
-def test_supervisor_killed_means_lost_not_running(registry, alive):
+def test_supervisor_killed_job_runs_unsupervised_then_is_lost(registry, alive):
+    # issue 8 class 7: never invent an exit; a job whose process runs on is running, unsupervised
     job = registry.spawn("sleep 60")
-    proc = json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())
+    sid, jobdir = job["session_id"], registry.job_dir(job["session_id"])
+    proc = json.loads((jobdir / "proc.json").read_text())
     os.kill(proc["supervisor_pid"], signal.SIGKILL)
-    wait_until(lambda: registry.poll(job["session_id"])["status"] == "exited")
-    polled = registry.poll(job["session_id"])
-    assert polled["completion_reason"] == "lost"
-    assert registry.wait(job["session_id"], timeout=1)["completion_reason"] == "lost"
-    assert registry.write(job["session_id"], "x")["status"] == "already_exited"
-    assert registry.kill(job["session_id"], grace=1)["status"] == "killed"
+    wait_until(lambda: not alive(proc["supervisor_pid"]))
+    polled = registry.poll(sid)
+    assert polled["status"] == "running" and polled["unsupervised"] is True, polled
+    assert registry.list()[0]["unsupervised"] is True
+    assert registry.wait(sid, timeout=0.3)["status"] == "timeout"
+    assert "unsupervised" in registry.write(sid, "x")["error"]
+    killed = registry.kill(sid, grace=1)
+    assert killed["status"] == "killed", killed
+    assert killed["exit_code"] is None and killed["completion_reason"] == "lost"
+    assert not (jobdir / "exit.json").exists()
     assert not alive(job["pid"])
+    polled = registry.poll(sid)
+    assert polled["status"] == "exited" and polled["completion_reason"] == "lost" and polled["exit_code"] is None
+
+
+def test_kill_of_lost_job_writes_no_made_up_exit(registry, alive):
+    # the job died (SIGKILL) while its supervisor was stopped, then the supervisor was killed
+    job = registry.spawn("sleep 60")
+    sid, jobdir = job["session_id"], registry.job_dir(job["session_id"])
+    proc = json.loads((jobdir / "proc.json").read_text())
+    os.kill(proc["supervisor_pid"], signal.SIGSTOP)
+    os.kill(job["pid"], signal.SIGKILL)
+    wait_until(lambda: not alive(job["pid"]))
+    os.kill(proc["supervisor_pid"], signal.SIGKILL)
+    wait_until(lambda: not alive(proc["supervisor_pid"]))
+    result = registry.kill(sid, grace=0.5)
+    assert result["status"] == "already_exited", result
+    assert result["exit_code"] is None and result["completion_reason"] == "lost"
+    assert not (jobdir / "exit.json").exists()
+    assert registry.wait(sid, timeout=1)["completion_reason"] == "lost"
 
 
 def test_notify_and_watch_events_exactly_once_across_processes(home):

@@ -87,9 +87,9 @@ def test_recycled_pid_is_never_signalled(alive):
     victim = subprocess.Popen(["sleep", "30"])
     try:
         ticks = proctree.start_ticks(victim.pid)
-        survivors = proctree.kill_tree(victim.pid, ticks + 1, grace=0.1)
+        survivors = proctree.kill_tree(proctree.Tree({victim.pid: ticks + 1}), grace=0.1)
         assert survivors == [] and alive(victim.pid)
-        assert proctree.kill_tree(victim.pid, ticks, grace=1) == []
+        assert proctree.kill_tree(proctree.Tree({victim.pid: ticks}), grace=1) == []
         victim.wait(timeout=5)
         assert victim.returncode == -signal.SIGTERM
     finally:
@@ -102,10 +102,11 @@ def test_lost_job_with_recycled_pid_is_not_signalled(registry, alive):
     jobdir = registry.job_dir(job["session_id"])
     proc = json.loads((jobdir / "proc.json").read_text())
     os.kill(proc["supervisor_pid"], signal.SIGKILL)
-    wait_until(lambda: registry.poll(job["session_id"]).get("completion_reason") == "lost")
+    wait_until(lambda: registry.poll(job["session_id"]).get("unsupervised"))
     proc["pid_start"] += 1  # as if the pid now belonged to another process
     (jobdir / "proc.json").write_text(json.dumps(proc))
-    registry.kill(job["session_id"], grace=0.2)
+    assert registry.poll(job["session_id"])["completion_reason"] == "lost"
+    assert registry.kill(job["session_id"], grace=0.2)["status"] == "already_exited"
     assert alive(job["pid"])
     os.kill(job["pid"], signal.SIGKILL)
 
@@ -125,3 +126,89 @@ def test_interactive_shell_in_pty_leaves_on_hangup(registry, alive):
     result = registry.kill(job["session_id"], grace=10)
     assert result["status"] == "killed" and result["exit_code"] == -signal.SIGHUP
     assert not alive(job["pid"])
+
+
+def _supervisor(registry, sid) -> int:
+    return json.loads((registry.job_dir(sid) / "proc.json").read_text())["supervisor_pid"]
+
+
+def test_nohup_pattern_is_killed(registry, alive):
+    # issue 8 class 15: stdio closed, so the supervisor finishes while the sleeper lives on
+    job = registry.spawn("( exec >/dev/null 2>&1 </dev/null; exec sleep 60 ) & echo $!")
+    sid = job["session_id"]
+    (left,) = _pids_from_log(registry, sid, 1)
+    registry.wait(sid, timeout=10)
+    sup = _supervisor(registry, sid)
+    wait_until(lambda: not alive(sup))
+    assert left in registry.poll(sid)["leftover_pids"]
+    result = registry.kill(sid, grace=1)
+    assert result["status"] == "already_exited" and result["exit_code"] == 0
+    assert not alive(left)
+
+
+def test_setsid_child_with_closed_stdio_is_a_leftover(registry, alive):
+    job = registry.spawn("( exec >/dev/null 2>&1 </dev/null; exec setsid sleep 60 ) & echo $!")
+    sid = job["session_id"]
+    (left,) = _pids_from_log(registry, sid, 1)
+    registry.wait(sid, timeout=10)
+    sup = _supervisor(registry, sid)
+    wait_until(lambda: not alive(sup))
+    assert registry.poll(sid)["leftover_pids"] == [left]
+    assert registry.kill(sid, grace=1)["status"] == "already_exited"
+    assert not alive(left)
+    assert registry.poll(sid)["leftover_pids"] == []
+
+
+def _term_ignoring_job(registry):
+    job = registry.spawn("trap 'echo got-term' TERM; echo ready; while true; do sleep 0.05; done")
+    wait_until(lambda: "ready" in registry.read_log(job["session_id"])["output"])
+    return job
+
+
+def test_shorter_kill_shortens_the_kill_in_progress(registry, alive):
+    # issue 8 class 11: a kill(grace=3600) under way must not hold up a later kill(grace=0)
+    import threading
+
+    job = _term_ignoring_job(registry)
+    sid = job["session_id"]
+    first: list = []
+    thread = threading.Thread(target=lambda: first.append(registry.kill(sid, grace=3600)))
+    thread.start()
+    wait_until(lambda: "got-term" in registry.read_log(sid)["output"])  # the long kill is under way
+    second = registry.kill(sid, grace=0)
+    thread.join(timeout=60)
+    assert second["status"] == "killed" and second["exit_code"] == -signal.SIGKILL, second
+    assert first and first[0]["status"] == "killed", first
+    assert not alive(job["pid"])
+
+
+def test_kill_grace_must_be_finite(registry, alive):
+    from hermes_procs.core import protocol
+
+    job = _term_ignoring_job(registry)
+    sid = job["session_id"]
+    reply = protocol.request(registry.job_dir(sid), {"op": "kill", "grace": float("inf")}, timeout=30)
+    assert reply["ok"] is False and "finite" in reply["error"], reply
+    for bad in (float("inf"), float("nan"), -1, 1e300, "3"):
+        result = registry.kill(sid, grace=bad)
+        assert result["status"] == "error" and "grace" in result["error"], result
+    assert alive(job["pid"])
+    assert registry.kill(sid, grace=0)["status"] == "killed"
+
+
+def test_finished_supervisors_are_reaped(registry):
+    # issue 8 class 17: a finished supervisor is not left a zombie of the spawning process
+    job = registry.spawn("true")
+    sid = job["session_id"]
+    registry.wait(sid, timeout=10)
+    sup = _supervisor(registry, sid)
+    wait_until(lambda: _state(sup) in (None, "Z"))
+    wait_until(lambda: registry.poll(sid) and _state(sup) is None)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
