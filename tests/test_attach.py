@@ -111,7 +111,7 @@ def test_attach_types_into_a_pty_job_detaches_and_restores_the_terminal(hp, home
     term = Term(script, home, rows=30, cols=100)
     try:
         term.expect(f"[attached to {sid} — detach with Ctrl-]]".encode())
-        time.sleep(0.2)
+        _wait_raw(term)  # the banner comes before raw mode: typed earlier, the line would echo twice
         term.send(b"hello pty\r")
         # the job's terminal echoes it, then cat prints it again
         out = term.expect(b"hello pty\r\nhello pty\r\n")
@@ -246,6 +246,14 @@ def test_attach_full_screen_job_repaint_resize_and_alt_screen(hp, home, tmp_path
     assert before.read_text() == after.read_text()
 
 
+def _wait_raw(term: Term, timeout: float = 10.0) -> None:
+    """Wait until attach has put the terminal in raw mode (canonical input off)."""
+    deadline = time.monotonic() + timeout
+    while termios.tcgetattr(term.fd)[3] & termios.ICANON:
+        assert time.monotonic() < deadline, "attach never put the terminal in raw mode"
+        time.sleep(0.01)
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
@@ -262,7 +270,7 @@ def test_attach_restores_the_terminal_on_sigterm(hp, home, tmp_path):
     term = Term(script, home)
     try:
         term.expect(b"[attached to")
-        time.sleep(0.3)
+        _wait_raw(term)  # its signal handlers are in place before raw mode
         kids = _children(term.pid)
         assert len(kids) == 1
         os.kill(kids[0], signal.SIGTERM)

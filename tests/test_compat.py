@@ -144,7 +144,8 @@ def test_redaction_off(home, monkeypatch):
 def test_iter_events_all_types_once_per_consumer(registry):
     job = registry.spawn(f"echo START {GHP}; exit 3", notify_on_complete=True, watch_patterns=["START"])
     registry.wait(job["session_id"], timeout=10)
-    time.sleep(0.2)
+    log = registry.home / "events.jsonl"  # read without consuming: the completion is written
+    wait_until(lambda: f'"completion", "session_id": "{job["session_id"]}"' in log.read_text())
     events = list(iter_events(registry, "ui", follow=False))
     types = [e["type"] for e in events if e["session_id"] == job["session_id"]]
     assert "started" in types and "exited" in types and "completion" in types and "watch_match" in types

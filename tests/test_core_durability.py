@@ -53,7 +53,8 @@ def test_exit_while_no_registry_exists(home):
     """, home)
     sid = spawner.communicate(timeout=10)[0].strip()
     assert spawner.returncode == 0
-    time.sleep(1.0)
+    exit_record = home / "jobs" / sid / "exit.json"  # it ends while no registry exists
+    wait_until(exit_record.exists, timeout=30)
     reg = ProcessRegistry(home=home)
     done = reg.wait(sid, timeout=10)
     assert done["status"] == "exited" and done["exit_code"] == 7

@@ -42,7 +42,7 @@ def test_term_ignoring_tree_gets_sigkill(registry, alive):
 def test_setsid_grandchild_is_killed(registry, alive):
     job = registry.spawn("setsid sleep 60 & echo $!; sleep 60")
     (escaped,) = _pids_from_log(registry, job["session_id"], 1)
-    assert os.getsid(escaped) != os.getsid(job["pid"])
+    wait_until(lambda: os.getsid(escaped) != os.getsid(job["pid"]))  # $! is printed before setsid runs
     assert registry.kill(job["session_id"], grace=1)["status"] == "killed"
     assert not alive(escaped)
 
@@ -74,8 +74,8 @@ def test_leftover_output_is_still_captured(registry):
 
 
 def test_kill_record_is_not_overwritten(registry):
-    job = registry.spawn("trap 'exit 143' TERM; while true; do sleep 0.05; done")
-    time.sleep(0.2)
+    job = registry.spawn("trap 'exit 143' TERM; echo ready; while true; do sleep 0.05; done")
+    wait_until(lambda: "ready" in registry.read_log(job["session_id"])["output"])  # the trap is set
     result = registry.kill(job["session_id"], grace=2)
     assert result["status"] == "killed"
     record = json.loads((registry.job_dir(job["session_id"]) / "exit.json").read_text())
@@ -112,8 +112,8 @@ def test_lost_job_with_recycled_pid_is_not_signalled(registry, alive):
 
 
 def test_signal_reaches_job(registry):
-    job = registry.spawn("trap 'echo got-int' INT; while true; do sleep 0.05; done")
-    time.sleep(0.2)
+    job = registry.spawn("trap 'echo got-int' INT; echo ready; while true; do sleep 0.05; done")
+    wait_until(lambda: "ready" in registry.read_log(job["session_id"])["output"])  # the trap is set
     assert registry.signal(job["session_id"], "INT")["status"] == "ok"
     wait_until(lambda: "got-int" in registry.read_log(job["session_id"])["output"])
     assert registry.signal(job["session_id"], "BOGUS")["status"] == "error"

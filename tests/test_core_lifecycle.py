@@ -125,8 +125,8 @@ def test_pty_has_controlling_terminal(registry):
 
 
 def test_resize_reaches_the_job(registry):
-    job = registry.spawn("trap 'stty size' WINCH; while true; do sleep 0.05; done", pty=True)
-    time.sleep(0.2)
+    job = registry.spawn("trap 'stty size' WINCH; echo ready; while true; do sleep 0.05; done", pty=True)
+    wait_until(lambda: "ready" in registry.read_log(job["session_id"])["output"])  # the trap is set
     assert registry.resize(job["session_id"], 40, 100)["status"] == "ok"
     wait_until(lambda: "40 100" in registry.read_log(job["session_id"])["output"])
 
@@ -227,16 +227,18 @@ def test_terminal_queries_answered_while_nobody_attached(registry):
 def test_stream_continues_the_log_without_gap_or_repeat(registry):
     from hermes_procs.core import logstore
 
-    job = registry.spawn("for i in $(seq 1 3000); do echo line-$i; done; sleep 0.2")
-    time.sleep(0.05)
+    go = registry.home / "go"  # the job cannot end before the stream is attached, however loaded
+    job = registry.spawn(f"for i in $(seq 1 3000); do echo line-$i; done; while [ ! -e {go} ]; do sleep 0.01; done; "
+                         "for i in $(seq 3001 4000); do echo line-$i; done")
     with registry.stream(job["session_id"]) as stream:
+        go.touch()
         start = stream.offset
         before = logstore.read_bytes(registry.job_dir(job["session_id"]), 0, start)
         live = b""
         while (chunk := stream.read(5)) not in (b"", None):
             live += chunk
     full = (registry.job_dir(job["session_id"]) / "output.log").read_bytes()
-    assert before + live == full and full.endswith(b"line-3000\n")
+    assert before + live == full and full.endswith(b"line-4000\n")
 
 
 def test_wait_right_after_a_quick_job_does_not_stall(registry):
