@@ -74,9 +74,6 @@ _ST = r"(?:\x1b\\|\x9c)"
 _CSI_BODY = r"[0-?]*[ -/]*[@-~]"
 _OSC_BODY = r"[^\x07\x1b\x9c\n]*(?:\x07|" + _ST + r")?"
 _STR_BODY = r"[^\x1b\x9c\n]*" + _ST + r"?"
-# The patterns other filters build on (the dashboard keeps colours, so it has its own regex):
-OSC_BODY = _OSC_BODY  # after ESC ] or \x9d
-STRING_BODY = _STR_BODY  # after ESC P/X/^/_ or \x90 \x98 \x9e \x9f
 _TAIL = (
     r"(?:(?<=\x1b)(?:\[" + _CSI_BODY + r"|\]" + _OSC_BODY + r"|[PX^_]" + _STR_BODY + r"|[ -/]*[0-~])"
     r"|(?<=\x9b)" + _CSI_BODY
@@ -86,25 +83,33 @@ _TAIL = (
 )
 
 
-def _build(keep_backspace: bool) -> re.Pattern[str]:
+def _build(keep_backspace: bool, keep_sgr: bool = False) -> re.Pattern[str]:
     bs = "" if keep_backspace else r"\x08"
-    intro = r"[\x00-\x07" + bs + r"\x0b\x0c\x0e-\x1f\x7f-\x9f]"
+    if not keep_sgr:
+        return re.compile(r"[\x00-\x07" + bs + r"\x0b\x0c\x0e-\x1f\x7f-\x9f]" + _TAIL)
+    # an ESC that starts an SGR (colour) sequence is not an introducer
+    intro = r"(?:\x1b(?!\[[0-9;:]*m)|[\x00-\x07" + bs + r"\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f])"
     return re.compile(intro + _TAIL)
 
 
 _ANSI_RE = _build(keep_backspace=False)
 _ANSI_RE_KEEP_BS = _build(keep_backspace=True)
+_ANSI_RE_KEEP_SGR = _build(keep_backspace=True, keep_sgr=True)
 
 
-def strip_ansi(s: str) -> str:
+def strip_ansi(s: str, *, keep_sgr: bool = False) -> str:
     """Remove terminal escape sequences and control characters other than ``\\n \\t \\r``.
 
     Handles CSI (incl. private parameters such as ``ESC[?1049h``), OSC (BEL or ST terminated:
     titles, OSC 8 hyperlinks, OSC 52 clipboard), DCS/SOS/PM/APC strings, two-character escapes
     (``ESC =``, ``ESC (B``, ``ESC 7`` ...), lone C0 controls, DEL and C1 controls (U+0080-U+009F,
     including the 8-bit CSI ``\\x9b``).  The visible text of an OSC 8 hyperlink is kept.
+
+    ``keep_sgr=True`` (for a renderer that parses colours itself, the dashboard's log pane)
+    keeps 7-bit SGR colour sequences (``ESC[...m``) and backspaces, so the caller can still
+    collapse ``\\b`` redraws; every other sequence is removed as above.
     """
-    return _ANSI_RE.sub("", s)
+    return (_ANSI_RE_KEEP_SGR if keep_sgr else _ANSI_RE).sub("", s)
 
 
 _CR_BS_SPLIT = re.compile(r"([\r\b])")

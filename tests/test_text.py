@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -63,6 +64,14 @@ def test_utf8_stream_flush_incomplete_tail() -> None:
 )
 def test_strip_ansi_families(raw: str, expected: str) -> None:
     assert strip_ansi(raw) == expected
+    # keep_sgr (the dashboard's log pane) removes the same, except colours and backspaces
+    kept = strip_ansi(raw, keep_sgr=True)
+    assert re.sub(r"\x1b\[[0-9;:]*m", "", kept).replace("\b", "") == expected
+
+
+def test_strip_ansi_keep_sgr_keeps_only_colours() -> None:
+    raw = "\x1b[1;31mred\x1b[0m\x1b]52;c;aGk=\x07 \x1b[2J\x1b[?1049hx\bY\x1b]0;t\x07\x9b31m"
+    assert strip_ansi(raw, keep_sgr=True) == "\x1b[1;31mred\x1b[0m x\bY"
 
 
 def test_strip_ansi_keeps_newline_tab_cr_and_text() -> None:

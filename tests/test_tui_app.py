@@ -7,6 +7,7 @@ import io
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,8 @@ from rich.console import Console  # noqa: E402
 from conftest import until_async
 
 from hermes_procs.tui.app import HermesApp  # noqa: E402
-from hermes_procs.tui.dialogs import HelpScreen, KillScreen, NewJobScreen, SignalScreen  # noqa: E402
+from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, SignalScreen  # noqa: E402
+from hermes_procs.tui.help import HelpScreen, help_entries, markdown_table  # noqa: E402
 from hermes_procs.tui.jobs_table import JobsTable  # noqa: E402
 from hermes_procs.tui.log_pane import LogPane  # noqa: E402
 
@@ -64,7 +66,7 @@ async def select(pilot, app, sid, indexed: bool = True):
     table = app.query_one(JobsTable)
     await until(pilot, lambda: sid in table.rows_by_id, what=f"{sid} listed")
     table.select_id(sid)
-    await until(pilot, lambda: app.selected == sid, what="selected")
+    await until(pilot, lambda: app.main.selected == sid, what="selected")
     if indexed:  # the log pane's line index is ready (the first view is the raw tail)
         pane = app.query_one(LogPane)
         await until(pilot, lambda: pane.reader is not None and pane.reader.index is not None
@@ -325,7 +327,7 @@ async def test_new_job_dialog(registry, tmp_path):
         await until(pilot, lambda: any(r.name == "from dialog" for r in table.rows_by_id.values()))
         row = next(r for r in table.rows_by_id.values() if r.name == "from dialog")
         assert row.pty and row.cwd == str(tmp_path)
-        await until(pilot, lambda: app.selected == row.session_id, what="new job selected")
+        await until(pilot, lambda: app.main.selected == row.session_id, what="new job selected")
         await until(pilot, lambda: "made-in-dialog" in screen_text(app))
         assert str(tmp_path) in screen_text(app)
 
@@ -389,9 +391,11 @@ async def test_help_screen_and_footer(registry):
         console = Console(width=100, record=True, file=io.StringIO())
         for w in app.screen.query("Static"):
             console.print(w.content)
-        shown = console.export_text()
-        for key in ("kill", "signal", "new job", "Ctrl", "End", "search"):
-            assert key.lower() in shown.lower(), key
+        shown = " ".join(console.export_text().split())
+        entries = help_entries()
+        assert len(entries) > 20
+        for entry in entries:  # generated from the bindings: every one is on the screen
+            assert entry.shown in shown and " ".join(entry.does.split()) in shown, entry
         # snapshots keep arriving while a dialog is open
         table = app.screen_stack[0].query_one(JobsTable)
         sid = spawn(registry, "sleep 30", name="while-help")
@@ -426,12 +430,12 @@ async def test_terminal_pane_types_into_pty_job(registry):
     async with app.run_test(size=(100, 30)) as pilot:
         await select(pilot, app, sid)
         await pilot.press("t")
-        term = await until(pilot, lambda: app.terminal)
+        term = await until(pilot, lambda: app.main.terminal)
         await until(pilot, lambda: ">>>" in term.screen_text(), what="prompt")
         await pilot.press(*"6*7", "enter")
         await until(pilot, lambda: "42" in term.screen_text(), what="REPL answer")
         await pilot.press("ctrl+right_square_bracket")
-        await until(pilot, lambda: app.terminal is None and app.focused is app.query_one(JobsTable))
+        await until(pilot, lambda: app.main.terminal is None and app.focused is app.query_one(JobsTable))
 
 
 async def test_watch_pattern_toast(registry):
@@ -452,7 +456,7 @@ async def test_small_terminal_80x24(registry):
         assert table.size.height >= 5
         assert app.query_one(LogPane).size.height >= 5
         await pilot.click(JobsTable, offset=(10, 3))  # mouse selects a row
-        await until(pilot, lambda: app.selected == table_ids(app)[2])
+        await until(pilot, lambda: app.main.selected == table_ids(app)[2])
 
 
 async def test_closing_the_app_never_stops_jobs(registry, alive):
@@ -573,3 +577,37 @@ async def test_table_cell_cache_renders_like_datatable(registry):
             assert cached == reference(), table.sort_mode
         assert len(table._cell_lines) <= table.CELL_CACHE_MAX
         assert set(ids) <= set(table_ids(app))
+
+
+def test_readme_keys_table_matches_the_bindings():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = readme.index("| where | key | does |")
+    end = readme.find("\n\n", start)
+    assert readme[start:end].strip() == markdown_table(), (
+        "README keys table is out of date: paste `python -m hermes_procs.tui.help`")
+
+
+def test_every_binding_has_help():
+    """A key that does something is documented (tooltip = its help text)."""
+    from hermes_procs.tui.help import _classes
+
+    for cls in _classes():
+        for binding in cls.__dict__.get("BINDINGS", []):
+            assert binding.tooltip, f"{cls.__name__}: {binding.key} has no help text"
+
+
+async def test_filter_and_sort_are_reactives_bound_to_table_and_top_bar(registry):
+    live = spawn(registry, "sleep 30", name="alpha")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: live in table.rows_by_id)
+        app.main.sort_mode = "cpu"
+        app.main.search = "alp"
+        await pilot.pause(0.1)
+        assert (table.sort_mode, table.search) == ("cpu", "alp")
+        topbar = str(app.query_one("#topbar").render())
+        assert "sort:cpu" in topbar and "search:alp" in topbar
+        app.main.show_finished = False
+        await pilot.pause(0.1)
+        assert "show:running" in str(app.query_one("#topbar").render())

@@ -1,22 +1,20 @@
-"""Modal screens: kill confirmation, signal chooser, new job, help."""
+"""Modal screens: kill confirmation, signal chooser, new job (the help screen is in help.py)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-__all__ = ["KillScreen", "SignalScreen", "NewJobScreen", "HelpScreen", "KEYMAP"]
+__all__ = ["KillScreen", "SignalScreen", "NewJobScreen"]
 
 _DIALOG_CSS = """
 {name} {{
@@ -231,109 +229,4 @@ class NewJobScreen(ModalScreen[dict | None]):
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-KEYMAP: list[tuple[str, list[tuple[str, str]]]] = [
-    (
-        "Jobs",
-        [
-            ("↑ ↓ / mouse", "select a job"),
-            ("n", "new job (command, cwd, PTY, name)"),
-            ("k", "kill the selected job (asks first)"),
-            ("s", "send a signal: INT, TERM, HUP, KILL"),
-            ("f", "show running jobs only / all jobs"),
-            ("o", "cycle the sort: newest, oldest, cpu, memory, quiet, status, name"),
-            ("/", "search jobs by command, name or id (Esc clears)"),
-            ("c", "copy the selected job's command"),
-            ("C", "copy the selected job's id"),
-        ],
-    ),
-    (
-        "Output and input",
-        [
-            ("tab / shift+tab", "move focus: table, log, input"),
-            ("l", "focus the log pane"),
-            ("↑ ↓ PgUp PgDn Home", "scroll the log (stops following)"),
-            ("End", "jump to the end and follow the output again"),
-            ("ctrl+f", "search the log; Enter / F3 next match, shift+F3 previous"),
-            ("i", "type into the selected job (line input)"),
-            ("Enter (input)", "send the line with a newline (source: human)"),
-            ("ctrl+r (input)", "send the text raw, without a newline"),
-            ("ctrl+d (input)", "send EOF (close the job's stdin)"),
-        ],
-    ),
-    (
-        "PTY jobs",
-        [
-            ("t / Enter", "open the terminal pane of a PTY job (keys go to the job)"),
-            ("ctrl+]", "leave the terminal pane (back to the table)"),
-            ("a / ctrl+t", "full-screen attach (exact terminal; detach with ctrl+])"),
-        ],
-    ),
-    (
-        "App",
-        [
-            ("?", "this help"),
-            ("q", "quit the dashboard (jobs keep running)"),
-            ("ctrl+p", "command palette"),
-        ],
-    ),
-]
-
-
-class HelpScreen(ModalScreen[None]):
-    """The full key map (two columns on wide screens)."""
-
-    DEFAULT_CSS = _DIALOG_CSS.format(name="HelpScreen") + """
-    HelpScreen > Vertical { width: 84; max-width: 98%; max-height: 96%; }
-    HelpScreen > Vertical.wide { width: 118; }
-    HelpScreen VerticalScroll { height: auto; max-height: 100%; }
-    HelpScreen .title { margin-bottom: 0; }
-    """
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
-
-    @staticmethod
-    def _section(section: str, keys: list[tuple[str, str]], key_width: int) -> Table:
-        table = Table.grid(padding=(0, 1))
-        table.add_column(style="bold cyan", no_wrap=True, width=key_width)
-        table.add_column()
-        table.add_row(Text(section, style="bold underline"), "")
-        for key, desc in keys:
-            table.add_row(escape(key), desc)
-        return table
-
-    def compose(self) -> ComposeResult:
-        wide = self.app.size.width >= 120
-        with Vertical(classes="wide" if wide else ""):
-            yield Label("hermes-procs dashboard — keys  (Esc closes)", classes="title")
-            with VerticalScroll():
-                if wide:
-                    left = [self._section(n, k, 16) for n, k in (KEYMAP[0], KEYMAP[3])]
-                    right = [self._section(n, k, 18) for n, k in (KEYMAP[1], KEYMAP[2])]
-                    grid = Table.grid(padding=(0, 3))
-                    grid.add_column(width=52)
-                    grid.add_column(width=56)
-                    from rich.console import Group
-
-                    grid.add_row(Group(*left), Group(*right))
-                    yield Static(grid)
-                else:
-                    from rich.console import Group
-
-                    yield Static(Group(*[self._section(n, k, 20) for n, k in KEYMAP]))
-                yield Static(
-                    Text(
-                        "Closing the dashboard never stops a job: every job has its own supervisor. "
-                        "Marks in the table: P = runs in a PTY, ? = waiting for input. "
-                        "The mouse works everywhere (click rows, buttons, scroll the log).",
-                        style="dim",
-                    )
-                )
-
-    def on_click(self, event) -> None:
-        if event.widget is self:  # a click outside the dialog closes it
-            self.dismiss(None)
-
-    def action_close(self) -> None:
         self.dismiss(None)

@@ -8,6 +8,7 @@ write in a worker with source "human".  The history arrives with the sampler's s
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Static
+
+from .messages import SendMode
 
 __all__ = ["InputBar", "format_history"]
 
@@ -74,20 +77,21 @@ class InputBar(Vertical):
     InputBar #history { height: auto; max-height: 3; color: $text; padding-left: 2; }
     """
 
+    HELP_TITLE = "Input bar (i)"
     BINDINGS = [
+        Binding("enter", "submit", "Send", show=False, tooltip="send the line with a newline (source: human)"),
         # priority: the Input itself binds ctrl+d (delete right)
-        Binding("ctrl+r", "raw", "Send raw", show=False, priority=True),
-        Binding("ctrl+d", "eof", "EOF", show=False, priority=True),
+        Binding("ctrl+r", "raw", "Send raw", show=False, priority=True, tooltip="send the text raw, no newline"),
+        Binding("ctrl+d", "eof", "EOF", show=False, priority=True, tooltip="send EOF (close the job's stdin)"),
     ]
 
+    @dataclass
     class Send(Message):
-        """The user wants to send input: mode is "submit", "write" or "eof"."""
+        """The user wants to send ``data`` to the job's stdin."""
 
-        def __init__(self, session_id: str, data: str, mode: str) -> None:
-            super().__init__()
-            self.session_id = session_id
-            self.data = data
-            self.mode = mode
+        session_id: str
+        data: str
+        mode: SendMode
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -118,26 +122,29 @@ class InputBar(Vertical):
     def line(self) -> Input:
         return self.query_one("#line", Input)
 
-    def _send(self, mode: str) -> None:
+    def _send(self, mode: SendMode) -> None:
         if not self.session_id:
             return
-        data = "" if mode == "eof" else self.line.value
-        if mode == "write" and not data:
+        data = "" if mode is SendMode.EOF else self.line.value
+        if mode is SendMode.WRITE and not data:
             return
         self.post_message(self.Send(self.session_id, data, mode))
-        if mode != "eof":
+        if mode is not SendMode.EOF:
             self.line.value = ""
 
     @on(Input.Submitted, "#line")
     @on(Button.Pressed, "#send")
     def _submit(self, event: Message) -> None:
         event.stop()
-        self._send("submit")
+        self._send(SendMode.SUBMIT)
+
+    def action_submit(self) -> None:  # Enter outside the line input (a button focused)
+        self._send(SendMode.SUBMIT)
 
     @on(Button.Pressed, "#raw")
     def action_raw(self) -> None:
-        self._send("write")
+        self._send(SendMode.WRITE)
 
     @on(Button.Pressed, "#eof")
     def action_eof(self) -> None:
-        self._send("eof")
+        self._send(SendMode.EOF)

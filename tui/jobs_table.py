@@ -15,7 +15,9 @@ from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.cache import LRUCache
+from textual.binding import Binding
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import DataTable
 
 from .sampler import JobRow
@@ -107,6 +109,19 @@ class JobsTable(DataTable):
     JobsTable { height: 1fr; }
     """
 
+    HELP_TITLE = "Jobs"
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False, tooltip="select a job (or click it)"),
+        Binding("down", "cursor_down", "Down", show=False, tooltip="select a job (or click it)"),
+        Binding("enter", "select_cursor", "Open", show=False,
+                tooltip="PTY job: its terminal pane; pipe job: type into it; finished job: its log"),
+    ]
+
+    # bound to the screen's reactives (MainScreen.compose): the filter, the sort, the search
+    sort_mode: reactive[str] = reactive("newest", repaint=False)
+    show_finished: reactive[bool] = reactive(True, repaint=False)
+    search: reactive[str] = reactive("", repaint=False)
+
     class Selected(Message):
         """The highlighted job changed (None: no job)."""
 
@@ -122,9 +137,6 @@ class JobsTable(DataTable):
         self.rows_by_id: dict[str, JobRow] = {}
         self._cells: dict[str, tuple] = {}
         self._rows_shown: dict[str, JobRow] = {}
-        self.sort_mode = "newest"
-        self.show_finished = True
-        self.search = ""
         self._wide: bool | None = None
         self._last_selected: str | None = "<none>"
         # DataTable keys its render caches on a counter that every update bumps: past entries
@@ -267,12 +279,18 @@ class JobsTable(DataTable):
             if index != self.cursor_row:
                 self.move_cursor(row=index, animate=False, scroll=True)
 
-    def set_sort(self, mode: str) -> None:
-        self.sort_mode = mode
+    def watch_sort_mode(self) -> None:
         self.resort()
 
+    def watch_show_finished(self) -> None:
+        self.refilter()
+
+    def watch_search(self) -> None:
+        self.refilter()
+
     def refilter(self) -> None:
-        self.apply(self.rows_by_id.values())
+        if self.is_mounted:
+            self.apply(self.rows_by_id.values())
 
     # --- rendering ----------------------------------------------------------------------
 

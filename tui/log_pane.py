@@ -14,8 +14,9 @@ only the raw lines of the requested window and posts them to the pane in a
   ``logstore.tail_bytes`` and catches the index up when the user scrolls back.
 * Opening a 500 MB log is instant: the first message carries the tail (no index needed); the
   index is built in the reader thread afterwards.
-* Safety: a line is decoded, every escape sequence other than SGR (colours) is removed (OSC 52,
-  titles, hyperlinks, cursor moves, private modes, DCS, C1 controls ...), ``\\r`` redraws are
+* Safety: a line is decoded, every escape sequence other than SGR (colours) is removed by
+  ``core.text.strip_ansi(keep_sgr=True)`` (OSC 52, titles, hyperlinks, cursor moves, private
+  modes, DCS, C1 controls ...), ``\\r`` redraws are
   collapsed, and only then the SGR codes are parsed by ``rich``'s ANSI decoder into styles.
   Nothing a job wrote ever reaches the real terminal.
 * Search: :meth:`LogPane.search` scans the raw log in the reader thread (1 MiB chunks, case
@@ -46,36 +47,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from hermes_procs.core import logstore
-from hermes_procs.core.text import OSC_BODY, STRING_BODY, collapse_cr
+from hermes_procs.core.text import collapse_cr, strip_ansi
 
-__all__ = ["LogPane", "LogReader", "sanitize_line", "render_raw_line"]
+__all__ = ["LogPane", "LogReader", "render_raw_line"]
 
 # --- turning one raw line into safe styled text --------------------------------------------
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
-# every escape sequence / control, most specific first (mirrors core.text, but SGR is kept)
-_ANY_ESCAPE = re.compile(
-    "|".join(
-        (
-            r"(?P<sgr>\x1b\[[0-9;:]*m)",
-            r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]",  # other CSI (cursor moves, modes, erase ...)
-            r"(?:\x1b\]|\x9d)" + OSC_BODY,  # OSC: titles, 8, 52 ...
-            r"(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])" + STRING_BODY,  # DCS SOS PM APC (end at ST or newline)
-            r"\x1b[ -/]*[0-~]",  # two-character escapes
-            r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x1b\x7f\x80-\x9f]+",  # other controls (keeps \t \b \r)
-        )
-    )
-)
 MAX_LINE_CHARS = 4000  # a longer line is cut (its end is kept when it is a \r redraw)
-
-
-def _keep_sgr(m: re.Match) -> str:
-    return m.group("sgr") or ""
-
-
-def sanitize_line(s: str) -> str:
-    """Remove every escape sequence and control except SGR colour codes, ``\\t``, ``\\r``, ``\\b``."""
-    return _ANY_ESCAPE.sub(_keep_sgr, s)
 
 
 def _visible_len(s: str) -> int:
@@ -108,7 +87,7 @@ def render_raw_line(raw: bytes) -> Text:
             s = body[k + 1:]
         else:
             s = s[:MAX_LINE_CHARS] + f"… [{cut} more characters]"
-    s = _collapse(sanitize_line(s))
+    s = _collapse(strip_ansi(s, keep_sgr=True))
     text = AnsiDecoder().decode_line(s)
     text.expand_tabs(8)
     text.no_wrap = True
@@ -176,13 +155,15 @@ class LogReader(threading.Thread):
             self._run()
             self._drop_snapshot()
         except Exception as exc:  # never take the app down; show it in the pane
-            self._post(LogPane.Lines(self.generation, 0, [f"[log reader failed: {exc}]".encode()], 1, True, False))
+            self._post(LogPane.Lines(generation=self.generation, first=0, lines=[f"[log reader failed: {exc}]".encode()],
+                                     total=1, follow=True, tail=False))
 
     def _run(self) -> None:
         # 1. the tail first: a huge log shows at once, before any index exists
         req = self._req or _Request(0, 50, True)
         tail = self._tail_lines(max(req.count, 1))
-        self._post(LogPane.Lines(self.generation, 0, tail, len(tail), True, True))
+        self._post(LogPane.Lines(generation=self.generation, first=0, lines=tail, total=len(tail),
+                                 follow=True, tail=True))
         # measure how fast the log grows before deciding to index it (a flood is never indexed
         # while the view follows it)
         self._growth_rate()
@@ -310,8 +291,9 @@ class LogReader(threading.Thread):
             return
         self._last_post = key
         lines = idx.read_raw_lines(first, req.count, max_bytes=256 << 10)
-        self._post(LogPane.Lines(self.generation, first, lines, total, req.follow, False,
-                                 dropped=idx.dropped_bytes, snapshot=snapshot))
+        self._post(LogPane.Lines(generation=self.generation, first=first, lines=lines, total=total,
+                                 follow=req.follow, tail=False, dropped=idx.dropped_bytes,
+                                 snapshot=snapshot))
 
     def _take_snapshot(self) -> logstore.LineIndex | None:
         """Index the log's segments as they are now, through open descriptors, so a rotation
@@ -368,7 +350,8 @@ class LogReader(threading.Thread):
         key = ("tail", req.count, len(lines), lines[-1] if lines else b"", estimate)
         if lines and key != self._last_post:
             self._last_post = key
-            self._post(LogPane.Lines(self.generation, estimate - len(lines), lines, estimate, True, True))
+            self._post(LogPane.Lines(generation=self.generation, first=estimate - len(lines), lines=lines,
+                                         total=estimate, follow=True, tail=True))
 
     def _do_search(self, query: str, from_line: int, forward: bool) -> None:
         idx = self.view_index()
@@ -447,29 +430,30 @@ class LogPane(ScrollView, can_focus=True):
     }
     LogPane:focus { background-tint: $foreground 3%; }
     """
+    HELP_TITLE = "Log pane (l, Tab)"
     BINDINGS = [
-        Binding("end", "follow", "Follow", show=False),
-        Binding("home", "scroll_home", "Top", show=False),
-        Binding("f3", "next_match", "Next match", show=False),
-        Binding("shift+f3", "previous_match", "Previous match", show=False),
+        Binding("up", "scroll_up", "Up", show=False, tooltip="scroll (stops following)"),
+        Binding("down", "scroll_down", "Down", show=False, tooltip="scroll (stops following)"),
+        Binding("pageup", "page_up", "Page up", show=False, tooltip="scroll (stops following)"),
+        Binding("pagedown", "page_down", "Page down", show=False, tooltip="scroll (stops following)"),
+        Binding("home", "scroll_home", "Top", show=False, tooltip="the first line (stops following)"),
+        Binding("end", "follow", "Follow", show=False, tooltip="jump to the end and follow the output again"),
     ]
 
     follow: reactive[bool] = reactive(True)
 
+    @dataclass(kw_only=True)
     class Lines(Message):
         """Raw lines ``first ..`` of the log (from the reader thread)."""
 
-        def __init__(self, generation: int, first: int, lines: list[bytes], total: int,
-                     follow: bool, tail: bool, dropped: int = 0, snapshot: bool = False) -> None:
-            super().__init__()
-            self.snapshot = snapshot
-            self.generation = generation
-            self.first = first
-            self.lines = lines
-            self.total = total
-            self.follow = follow
-            self.tail = tail
-            self.dropped = dropped
+        generation: int  # the pane's job generation they were read for (older ones are dropped)
+        first: int  # line number of lines[0]
+        lines: list[bytes]
+        total: int  # lines the log holds (an estimate in tail mode)
+        follow: bool  # read for a following view
+        tail: bool  # tail-only read (no index): the lines sit at the bottom of the log
+        dropped: int = 0  # bytes the log cap dropped
+        snapshot: bool = False  # a frozen snapshot of a flooding log
 
     class SearchDone(Message):
         def __init__(self, generation: int, query: str, line: int | None, forward: bool) -> None:
@@ -703,11 +687,10 @@ class LogPane(ScrollView, can_focus=True):
         self.post_message(self.Status(self, f"searching for {query!r}…"))
         self.reader.search(query, start, forward)
 
-    def action_next_match(self) -> None:
-        self.search(self.query, True)
-
-    def action_previous_match(self) -> None:
-        self.search(self.query, False)
+    def clear_match(self) -> None:
+        """Drop the highlight of the last match."""
+        self.match_line = None
+        self.refresh()
 
     # --- rendering ------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ from hermes_procs.core import ProcessRegistry
 
 from .app import HermesApp
 from .demo import start_demo
-from .dialogs import HelpScreen, KillScreen
+from .dialogs import KillScreen
+from .help import HelpScreen
 from .jobs_table import JobsTable
 from .log_pane import LogPane
 
@@ -43,8 +44,7 @@ def _id_by_name(reg: ProcessRegistry, name: str) -> str:
 
 async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
     shots: list[Path] = []
-    app = HermesApp(reg, sample_interval=0.5)
-    app.home_label = "~/.hermes/procs"  # not the temporary home's path
+    app = HermesApp(reg, sample_interval=0.5, home_label="~/.hermes/procs")  # not the temporary home
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(JobsTable)
         await _until(pilot, lambda: len(table.rows_by_id) >= 5)
@@ -53,7 +53,7 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
             sid = _id_by_name(reg, name)
             table.select_id(sid)
             pane = app.query_one(LogPane)
-            await _until(pilot, lambda: app.selected == sid and pane.reader is not None
+            await _until(pilot, lambda: app.main.selected == sid and pane.reader is not None
                          and pane.reader.index is not None and not pane._tail_mode)
             await pilot.pause(0.3)
 
@@ -72,22 +72,22 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await pilot.pause(0.2)
         save("input.svg")
         await pilot.press("escape")
-        app.input_bar.line.value = ""
+        app.main.input_bar.line.value = ""
 
         # 3. the terminal pane with the Python REPL
         table.focus()
         await select("python REPL")
         await pilot.press("t")
-        await _until(pilot, lambda: app.terminal is not None and ">>>" in app.terminal.screen_text())
+        await _until(pilot, lambda: app.main.terminal is not None and ">>>" in app.main.terminal.screen_text())
         for line in ("import sys, platform", "platform.python_version()",
                      "[n * n for n in range(12)]", "{'jobs': 5, 'waiting': True}"):
             await pilot.press(*line, "enter")
             await pilot.pause(0.25)
-        await _until(pilot, lambda: "121" in app.terminal.screen_text())
+        await _until(pilot, lambda: "121" in app.main.terminal.screen_text())
         await pilot.pause(0.3)
         save("terminal.svg")
         await pilot.press("ctrl+right_square_bracket")
-        await _until(pilot, lambda: app.terminal is None)
+        await _until(pilot, lambda: app.main.terminal is None)
 
         # 4. the kill confirmation
         await select("ping")

@@ -16,18 +16,18 @@ posts ``TerminalPane.Ended`` and stops its stream.
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
-from pathlib import Path
 
 from rich.segment import Segment
 from textual import events
+from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+
+from hermes_procs.core import logstore
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
 from .vt import VTEngine, safe_tail, scan_modes
@@ -42,61 +42,12 @@ def _read_tail(registry, session_id: str, end: int | None, limit: int = TAIL_BYT
     """Up to ``limit`` bytes of the job's output ending at absolute offset ``end`` (None:
     the end of the log): what came before a live stream that starts at ``end``."""
     try:
-        from hermes_procs.core import logstore
-
         jobdir = registry.job_dir(session_id)
-        if not isinstance(jobdir, (str, os.PathLike)):
-            raise TypeError("no job folder")
         if end is None:
             return logstore.tail_bytes(jobdir, limit)
         return logstore.read_bytes(jobdir, max(0, end - limit), end)
-    except (ImportError, AttributeError, TypeError):
-        pass
-    except Exception:
+    except Exception:  # an unknown or removed job: nothing to replay
         return b""
-    return _read_tail_files(registry, session_id, end, limit)
-
-
-def _read_tail_files(registry, session_id: str, end: int | None, limit: int) -> bytes:
-    """The same from ``registry.log_files`` alone (the layout of docs/internals.md)."""
-    try:
-        files = [Path(p) for p in registry.log_files(session_id)]
-    except Exception:
-        return b""
-    if not isinstance(files, list) or not files:
-        return b""
-    dropped = 0
-    try:
-        state = json.loads((files[-1].parent / "logstate.json").read_text())
-        dropped = int(state.get("dropped_bytes", 0))
-    except (OSError, ValueError, AttributeError):
-        pass
-    segments = []  # (absolute start, path, size)
-    pos = dropped
-    for f in files:
-        try:
-            size = f.stat().st_size
-        except OSError:
-            continue
-        segments.append((pos, f, size))
-        pos += size
-    total_end = pos
-    if end is None or end > total_end:
-        end = total_end
-    start = max(end - limit, segments[0][0] if segments else 0)
-    out = bytearray()
-    for seg_start, path, size in segments:
-        seg_end = seg_start + size
-        lo, hi = max(start, seg_start), min(end, seg_end)
-        if lo >= hi:
-            continue
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(lo - seg_start)
-                out += fh.read(hi - lo)
-        except OSError:
-            continue
-    return bytes(out)
 
 
 class _PaneMessage(Message):
@@ -123,6 +74,14 @@ class TerminalPane(Widget, can_focus=True):
         min-width: 10;
     }
     """
+
+    HELP_TITLE = "Terminal pane (t)"
+    # priority: checked before the key reaches on_key (which sends every other key to the job)
+    BINDINGS = [
+        Binding(LEAVE_KEY, "leave", "Leave", priority=True, tooltip="leave the terminal pane (back to the table)"),
+        Binding(FULL_ATTACH_KEY, "full_attach", "Full screen", priority=True,
+                tooltip="full-screen attach (exact terminal; detach with Ctrl-])"),
+    ]
 
     class Leave(_PaneMessage):
         """The user pressed the leave chord (Ctrl-])."""
@@ -507,17 +466,13 @@ class TerminalPane(Widget, can_focus=True):
         """Type text into the job as if pasted (bracketed when the job asked for it)."""
         self._send(paste_bytes(text, self.engine.modes))
 
+    def action_leave(self) -> None:
+        self.post_message(self.Leave(self))
+
+    def action_full_attach(self) -> None:
+        self.post_message(self.FullAttach(self))
+
     async def on_key(self, event: events.Key) -> None:
-        if event.key == LEAVE_KEY:
-            event.stop()
-            event.prevent_default()
-            self.post_message(self.Leave(self))
-            return
-        if event.key == FULL_ATTACH_KEY:
-            event.stop()
-            event.prevent_default()
-            self.post_message(self.FullAttach(self))
-            return
         data = translate_key(event.key, event.character, self.engine.modes)
         if data is None:
             return

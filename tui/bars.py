@@ -1,0 +1,89 @@
+"""The two one-line bars of the main screen, each a widget drawn from its reactives.
+
+* :class:`TopBar`: how many jobs run / wait for input, the table's filter, sort and search (bound
+  to the :class:`~.main_screen.MainScreen` reactives with ``data_bind``), and the home.
+* :class:`DetailTitle`: the selected job's id, name, command, status and the log pane's state.
+
+A reactive repaints only when its value changes, and both bars have a fixed height, so an
+update never asks for a layout pass (a reflow of the whole screen): only the bar is repainted.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from .jobs_table import fmt_duration
+from .sampler import JobRow
+
+__all__ = ["TopBar", "DetailTitle", "one_line"]
+
+
+def one_line(s: str) -> str:
+    """Collapse every run of whitespace (newlines included) to one space."""
+    return " ".join(s.split())
+
+
+class TopBar(Widget):
+    """``hermes-procs  2/5 running  1 waiting for input  show:all  sort:newest  ~/home``."""
+
+    DEFAULT_CSS = """
+    TopBar { height: 1; background: $primary 30%; color: $text; padding: 0 1; }
+    """
+
+    counts: reactive[tuple[int, int, int]] = reactive((0, 0, 0))  # running, total, waiting
+    show_finished: reactive[bool] = reactive(True)
+    sort_mode: reactive[str] = reactive("newest")
+    search: reactive[str] = reactive("")
+    home: reactive[str] = reactive("")
+
+    def render(self) -> Text:
+        running, total, waiting = self.counts
+        text = Text.assemble(("hermes-procs", "bold"), "  ", (f"{running}", "bold green"),
+                             (f"/{total} running", ""), no_wrap=True, overflow="ellipsis")
+        if waiting:
+            text.append("  ")
+            text.append(f" {waiting} waiting for input ", style="bold black on yellow")
+        text.append("  show:", style="dim")
+        text.append("all" if self.show_finished else "running", style="bold")
+        text.append("  sort:", style="dim")
+        text.append(self.sort_mode, style="bold")
+        if self.search:
+            text.append("  search:", style="dim")
+            text.append(self.search, style="bold yellow")
+        text.append(f"  {self.home}", style="dim")
+        return text
+
+
+class DetailTitle(Widget):
+    """The header of the detail area: what the log or terminal below belongs to."""
+
+    DEFAULT_CSS = """
+    DetailTitle { height: 1; background: $panel; padding: 0 1; }
+    """
+
+    row: reactive[JobRow | None] = reactive(None)
+    log_status: reactive[str] = reactive("following")
+    terminal_open: reactive[bool] = reactive(False)
+
+    def render(self) -> Text:
+        row = self.row
+        if row is None:
+            return Text("no job selected · n starts one", style="dim")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(row.session_id, style="cyan")
+        if row.name:
+            text.append(f"  {row.name}", style="bold")
+        text.append(f"  {one_line(row.command)[:80]}")
+        text.append("  · ", style="dim")
+        text.append(row.label, style="bold green" if row.running else "bold")
+        if row.running:
+            text.append(f" {fmt_duration(row.uptime)}", style="dim")
+        if row.pty:
+            text.append("  PTY", style="bold blue")
+        if row.waiting:
+            text.append("  waiting for input", style="bold black on yellow")
+        if not self.terminal_open:
+            text.append(f"  · log {self.log_status}", style="dim")
+        return text

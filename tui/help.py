@@ -1,0 +1,151 @@
+"""The key map, generated from the widgets' ``BINDINGS``: the help screen (``?``) and the README's
+keys table come from the same list, so neither can drift from what the keys do.
+
+Every documented binding carries its help text in ``tooltip`` (``description`` is the short
+footer label).  A class's ``HELP_TITLE`` names its section; bindings in a row with the same
+tooltip are shown as one entry (``↑ / ↓``).  ``python -m hermes_procs.tui.help`` prints the
+README table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+__all__ = ["HelpEntry", "key_label", "help_entries", "markdown_table", "HelpScreen"]
+
+_NAMES = {
+    "question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",
+    "up": "↑", "down": "↓", "left": "←", "right": "→", "pageup": "PgUp", "pagedown": "PgDn",
+    "home": "Home", "end": "End", "right_square_bracket": "]", "space": "Space",
+}
+
+
+def key_label(key: str) -> str:
+    """``ctrl+f`` -> ``Ctrl-F``, ``shift+f3`` -> ``Shift-F3``, ``question_mark`` -> ``?``."""
+    *mods, base = key.split("+")
+    name = _NAMES.get(base, base.upper() if base.startswith("f") and base[1:].isdigit() else base)
+    if mods and len(name) == 1:
+        name = name.upper()
+    return "-".join([m.capitalize() for m in mods] + [name])
+
+
+@dataclass(frozen=True)
+class HelpEntry:
+    section: str
+    keys: tuple[str, ...]  # as shown: ("a", "Ctrl-T")
+    does: str
+
+    @property
+    def shown(self) -> str:
+        return " ".join(self.keys)
+
+
+def _classes() -> list[type]:
+    from .app import HermesApp
+    from .find import FindBox, JobSearch
+    from .input_bar import InputBar
+    from .jobs_table import JobsTable
+    from .log_pane import LogPane
+    from .main_screen import MainScreen
+    from .terminal import TerminalPane
+
+    return [JobsTable, MainScreen, JobSearch, LogPane, FindBox, InputBar, TerminalPane, HermesApp]
+
+
+def help_entries() -> list[HelpEntry]:
+    """Every binding with a tooltip, in section order."""
+    entries: list[HelpEntry] = []
+    for cls in _classes():
+        section = getattr(cls, "HELP_TITLE", cls.__name__)
+        for binding in cls.__dict__.get("BINDINGS", []):
+            if not isinstance(binding, Binding) or not binding.tooltip:
+                continue
+            keys = ((binding.key_display,) if binding.key_display
+                    else tuple(key_label(k.strip()) for k in binding.key.split(",")))
+            last = entries[-1] if entries else None
+            if last is not None and last.section == section and last.does == binding.tooltip:
+                entries[-1] = HelpEntry(section, last.keys + keys, last.does)
+            else:
+                entries.append(HelpEntry(section, keys, binding.tooltip))
+    return entries
+
+
+def markdown_table() -> str:
+    """The README's keys table."""
+    lines = ["| where | key | does |", "|---|---|---|"]
+    for e in help_entries():
+        keys = " ".join(f"`{k}`" for k in e.keys)
+        lines.append(f"| {e.section} | {keys} | {e.does} |")
+    return "\n".join(lines)
+
+
+class HelpScreen(ModalScreen[None]):
+    """The full key map (two columns on wide screens)."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; background: $background 60%; }
+    HelpScreen > Vertical {
+        width: 90; max-width: 98%; height: auto; max-height: 96%;
+        border: thick $primary 80%; background: $surface; padding: 0 1;
+    }
+    HelpScreen > Vertical.wide { width: 150; }
+    HelpScreen VerticalScroll { height: auto; max-height: 100%; }
+    HelpScreen .title { text-style: bold; width: 100%; content-align: center middle; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    @staticmethod
+    def _sections(entries: list[HelpEntry]) -> list[Table]:
+        tables: list[Table] = []
+        current = None
+        for e in entries:
+            if e.section != current:
+                current = e.section
+                table = Table.grid(padding=(0, 1))
+                table.add_column(style="bold cyan", no_wrap=True, width=max(len(x.shown) for x in entries))
+                table.add_column()
+                table.add_row(Text(e.section, style="bold underline"), "")
+                tables.append(table)
+            tables[-1].add_row(Text(e.shown), Text(e.does))
+        return tables
+
+    def compose(self) -> ComposeResult:
+        tables = self._sections(help_entries())
+        wide = self.app.size.width >= 150
+        with Vertical(classes="wide" if wide else ""):
+            yield Label("hermes-procs dashboard — keys  (Esc closes)", classes="title")
+            with VerticalScroll():
+                if wide:
+                    half = (len(tables) + 1) // 2
+                    grid = Table.grid(padding=(0, 3))
+                    grid.add_column(width=70)
+                    grid.add_column(width=70)
+                    grid.add_row(Group(*tables[:half]), Group(*tables[half:]))
+                    yield Static(grid)
+                else:
+                    yield Static(Group(*tables))
+                yield Static(Text(
+                    "Closing the dashboard never stops a job: every job has its own supervisor. "
+                    "Marks in the table: P = runs in a PTY, ? = waiting for input. "
+                    "The mouse works everywhere (click rows, buttons, scroll the log). "
+                    "Ctrl-P opens the command palette.", style="dim"))
+
+    def on_click(self, event) -> None:
+        if event.widget is self:  # a click outside the dialog closes it
+            self.dismiss(None)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(markdown_table())

@@ -1,0 +1,487 @@
+"""The dashboard's main screen: the layout, the state it shows and every action on jobs.
+
+State lives in reactives: the table's filter, sort and search (bound to the
+:class:`~.jobs_table.JobsTable` and the :class:`~.bars.TopBar` with ``data_bind``), the selected
+job's row (shown by the :class:`~.bars.DetailTitle`).  Data flows one way:
+
+* the :class:`~.sampler.Sampler` thread posts a snapshot about once a second; the screen hands
+  the rows to the table (updated in place) and raises toasts;
+* the log pane's reader thread reads only the visible lines of the selected job's log;
+* actions (spawn, signal, input) run in thread workers and report back with one typed message
+  per outcome (:mod:`.messages`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from .bars import DetailTitle, TopBar, one_line
+from .dialogs import KillScreen, NewJobScreen, SignalScreen
+from .find import FindBox, JobSearch
+from .fullattach import full_attach
+from .input_bar import InputBar
+from .jobs_table import SORTS, JobsTable
+from .log_pane import LogPane
+from .messages import ActionFailed, InputSent, JobAlreadyExited, JobStarted, SendMode, SignalSent
+from .sampler import JobRow, Sampler, SnapshotData
+from .terminal import TerminalPane
+
+__all__ = ["MainScreen"]
+
+
+class MainScreen(Screen):
+    """Jobs table on top, the selected job's output (log or terminal) and input below."""
+
+    HELP_TITLE = "Jobs"
+    CSS = """
+    MainScreen { layout: vertical; }
+    JobsTable { height: 40%; min-height: 4; }
+    #detail { height: 1fr; }
+    #detail LogPane { height: 1fr; }
+    #detail TerminalPane { height: 1fr; }
+    #term-hint { height: 1; background: $warning 20%; padding: 0 1; display: none; }
+    #term-hint.shown { display: block; }
+    InputBar { display: none; }
+    InputBar.shown { display: block; }
+    """
+
+    BINDINGS = [
+        Binding("n", "new_job", "New", tooltip="new job: command, working directory, PTY toggle, name"),
+        Binding("k", "kill", "Kill", tooltip="kill the selected job's whole tree (asks first)"),
+        Binding("s", "signal", "Signal", tooltip="send a signal: INT, TERM, HUP or KILL"),
+        Binding("t", "terminal", "Term", tooltip="terminal pane of a PTY job (keys go to the job)"),
+        Binding("i", "focus_input", "Input", show=False,
+                tooltip="type into the selected job: Enter sends a line, Ctrl-R raw, Ctrl-D EOF"),
+        Binding("slash", "search_jobs", "Search", key_display="/",
+                tooltip="search jobs by command, name or id"),
+        Binding("f", "toggle_finished", "Filter", tooltip="show running jobs only / all jobs"),
+        Binding("o", "cycle_sort", "Sort",
+                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name"),
+        Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command"),
+        Binding("C", "copy_id", "Copy id", show=False, tooltip="copy the selected job's id"),
+        Binding("l", "focus_log", "Log", show=False, tooltip="focus the log pane (or the terminal pane)"),
+        Binding("a,ctrl+t", "full_attach", "Attach", show=False,
+                tooltip="full-screen attach of a running job (detach with Ctrl-])"),
+        Binding("ctrl+f", "find_in_log", "Find in log", show=False, tooltip="find text in the log"),
+        Binding("f3", "find_next", "Next match", show=False, tooltip="next match of the last find"),
+        Binding("shift+f3", "find_previous", "Previous match", show=False,
+                tooltip="previous match of the last find"),
+        Binding("escape", "escape", "Back", show=False, tooltip="clear the job search, back to the table"),
+    ]
+
+    sort_mode: reactive[str] = reactive("newest")
+    show_finished: reactive[bool] = reactive(True)
+    search: reactive[str] = reactive("")
+    selected: reactive[str | None] = reactive(None, init=False)
+
+    def __init__(self, registry, *, sample_interval: float = 1.0, home_label: str | None = None) -> None:
+        super().__init__()
+        self.registry = registry
+        self.sample_interval = sample_interval
+        self.home_label = home_label
+        self.sampler: Sampler | None = None
+        self.snapshot: SnapshotData | None = None
+        self.terminal: TerminalPane | None = None
+        self._statuses: dict[str, str] = {}
+        self._pending_select: str | None = None
+
+    # --- layout -----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield TopBar(id="topbar").data_bind(MainScreen.sort_mode, MainScreen.show_finished, MainScreen.search)
+        yield JobSearch(id="job-search")
+        yield JobsTable(id="jobs").data_bind(MainScreen.sort_mode, MainScreen.show_finished, MainScreen.search)
+        yield DetailTitle(id="detail-title")
+        with Vertical(id="detail"):
+            yield Static(id="term-hint")
+            yield LogPane(id="log")
+            yield FindBox(id="log-find")
+            yield InputBar(id="input")
+        yield Footer(show_command_palette=False)
+
+    @property
+    def table(self) -> JobsTable:
+        return self.query_one(JobsTable)
+
+    @property
+    def log_pane(self) -> LogPane:
+        return self.query_one(LogPane)
+
+    @property
+    def input_bar(self) -> InputBar:
+        return self.query_one(InputBar)
+
+    def on_mount(self) -> None:
+        self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
+        self.table.focus()
+        self.sampler = Sampler(self.registry, self, interval=self.sample_interval)
+        self.sampler.start()
+
+    def on_unmount(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()  # the log pane stops its own reader
+
+    def _poke(self) -> None:
+        if self.sampler is not None:
+            self.sampler.poke()
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    @on(Sampler.Snapshot)
+    def _on_snapshot(self, message: Sampler.Snapshot) -> None:
+        if not self.is_attached or not self.table.is_attached:
+            return  # a late snapshot while the app closes
+        data = message.data
+        first = self.snapshot is None
+        self.snapshot = data
+        self.table.apply(data.jobs, data.taken_at)
+        for row in data.jobs:
+            before = self._statuses.get(row.session_id)
+            # a job seen running has ended, or a new job came and went between two samples
+            if not first and before in ("running", None) and not row.running:
+                self._toast_exit(row)
+            self._statuses[row.session_id] = row.status
+        for event in data.events:
+            if event.get("type") == "watch_match":
+                self._toast_watch(event)
+        if data.error:
+            self.notify(data.error, severity="error", markup=False)
+        if self._pending_select and self._pending_select in self.table.rows_by_id:
+            self.table.select_id(self._pending_select)
+            self._pending_select = None
+        if data.selected == self.selected and self.selected:
+            self.input_bar.set_history(data.inputs)
+        rows = self.table.rows_by_id.values()
+        self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
+        self._show_row()
+
+    def _toast_exit(self, row: JobRow) -> None:
+        title = one_line(row.title)[:50]
+        if row.label == "exited 0":
+            self.notify(title, title="Job finished: exit 0", timeout=5, markup=False)
+        else:
+            self.notify(title, title=f"Job {row.label}", severity="error", timeout=8, markup=False)
+
+    def _toast_watch(self, event: dict) -> None:
+        row = self.table.rows_by_id.get(event.get("session_id", ""))
+        title = row.title if row else event.get("session_id", "")
+        out = one_line(str(event.get("output", "")))[-120:]
+        self.notify(out, title=f"{one_line(title)[:40]}: /{event.get('pattern')}/ matched",
+                    severity="warning", markup=False, timeout=8)
+
+    def current_row(self) -> JobRow | None:
+        return self.table.rows_by_id.get(self.selected) if self.selected else None
+
+    def _show_row(self) -> None:
+        """The detail title and the input bar follow the selected job's row."""
+        row = self.current_row()
+        title = self.query_one(DetailTitle)
+        title.row = row
+        title.terminal_open = self.terminal is not None
+        self.input_bar.set_class(row is not None and row.running and self.terminal is None, "shown")
+
+    # --- selection ----------------------------------------------------------------------
+
+    @on(JobsTable.Selected)
+    def _on_selected(self, message: JobsTable.Selected) -> None:
+        self.selected = message.session_id
+
+    def watch_selected(self, sid: str | None) -> None:
+        self._close_terminal(refocus=False)
+        jobdir = None
+        if sid:
+            try:
+                jobdir = Path(self.registry.job_dir(sid))
+            except Exception:
+                jobdir = None
+        self.log_pane.show_job(sid, jobdir)
+        self.input_bar.set_job(sid)
+        if self.sampler is not None:
+            self.sampler.selected = sid
+        self._poke()
+        self._show_row()
+
+    @on(DataTable.RowSelected)
+    def _on_row_enter(self, message: DataTable.RowSelected) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        if row.pty and row.running:
+            self.action_terminal()
+        elif row.running:
+            self.action_focus_input()
+        else:
+            self.log_pane.focus()
+
+    @on(LogPane.Status)
+    def _on_log_status(self, message: LogPane.Status) -> None:
+        self.query_one(DetailTitle).log_status = message.text
+
+    # --- terminal pane ------------------------------------------------------------------
+
+    def action_terminal(self) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        if not row.pty:
+            self.notify("This job has no PTY: its output is in the log pane, type with i.", timeout=4)
+            return
+        if not row.running:
+            self.notify("The job has exited; its output stays in the log pane.", timeout=4)
+            return
+        if self.terminal is not None and self.terminal.session_id == row.session_id:
+            self.terminal.focus()
+            return
+        self._close_terminal(refocus=False)
+        pane = TerminalPane(self.registry, row.session_id, id="terminal")
+        self.terminal = pane
+        self.log_pane.display = False
+        self.query_one(FindBox).close()
+        hint = self.query_one("#term-hint", Static)
+        hint.update("[b]Terminal:[/] keys go to the job · [b]Ctrl-][/] back to the table · "
+                    "[b]Ctrl-T[/] full screen")
+        hint.add_class("shown")
+        self.query_one("#detail", Vertical).mount(pane, before=self.log_pane)
+        pane.focus()
+        self._show_row()
+
+    def _close_terminal(self, refocus: bool = True) -> None:
+        pane, self.terminal = self.terminal, None
+        if pane is not None:
+            pane.remove()
+        self.query_one("#term-hint", Static).remove_class("shown")
+        self.log_pane.display = True
+        if refocus:
+            self.table.focus()
+        self._show_row()
+
+    @on(TerminalPane.Leave)
+    def _on_terminal_leave(self) -> None:
+        self._close_terminal(refocus=True)
+
+    @on(TerminalPane.FullAttach)
+    def _on_terminal_full(self, message: TerminalPane.FullAttach) -> None:
+        self._full_attach(message.session_id)
+
+    @on(TerminalPane.Ended)
+    def _on_terminal_ended(self) -> None:
+        self._poke()
+
+    def action_full_attach(self) -> None:
+        row = self.current_row()
+        if row is None:
+            return
+        if not row.running:
+            self.notify("The job has exited: nothing to attach to.", timeout=4)
+            return
+        self._full_attach(row.session_id)
+
+    def _full_attach(self, session_id: str) -> None:
+        full_attach(self.app, self.registry, session_id)
+        self._poke()
+
+    # --- actions on jobs ----------------------------------------------------------------
+
+    def _need_row(self) -> JobRow | None:
+        row = self.current_row()
+        if row is None:
+            self.notify("Select a job first.", timeout=3)
+        return row
+
+    def action_kill(self) -> None:
+        row = self._need_row()
+        if row is None:
+            return
+
+        def done(result: dict | None) -> None:
+            if result is None:
+                return
+            status = result.get("status")
+            if status == "killed":
+                self.notify(one_line(row.title)[:50], title="Killed", timeout=4, markup=False)
+            elif status == "already_exited":
+                self.notify(f"{one_line(row.title)[:50]} had already exited", timeout=4, markup=False)
+            elif status == "error":
+                self.notify(result.get("error", "kill failed"), title="Kill failed", severity="error", markup=False)
+            self._statuses[row.session_id] = "killed-by-us"  # no second "exited" toast
+            self._poke()
+
+        self.app.push_screen(KillScreen(self.registry, row), done)
+
+    def action_signal(self) -> None:
+        row = self._need_row()
+        if row is None:
+            return
+        if not row.running:
+            self.notify("The job has exited.", timeout=3)
+            return
+
+        def chosen(sig: str | None) -> None:
+            if sig:
+                self._send_signal(row.session_id, sig)
+
+        self.app.push_screen(SignalScreen(row), chosen)
+
+    @work(thread=True, group="actions")
+    def _send_signal(self, session_id: str, sig: str) -> None:
+        result = self.registry.signal(session_id, sig)
+        if result.get("status") == "ok":
+            self.post_message(SignalSent(session_id, sig))
+        elif result.get("status") == "already_exited":
+            self.post_message(JobAlreadyExited(session_id))
+        else:
+            self.post_message(ActionFailed("Signal", result.get("error") or str(result.get("status"))))
+
+    def action_new_job(self) -> None:
+        row = self.current_row()
+        cwd = row.cwd if row is not None and row.cwd and os.path.isdir(row.cwd) else None
+
+        def chosen(spec: dict | None) -> None:
+            if spec:
+                self._spawn(spec)
+
+        self.app.push_screen(NewJobScreen(cwd), chosen)
+
+    @work(thread=True, group="actions")
+    def _spawn(self, spec: dict) -> None:
+        result = self.registry.spawn(spec["command"], cwd=spec.get("cwd"), pty=bool(spec.get("pty")),
+                                     name=spec.get("name"))
+        if result.get("status") == "running":
+            self.post_message(JobStarted(result["session_id"], str(result.get("command", ""))))
+        else:
+            self.post_message(ActionFailed("Start failed", result.get("error") or "could not start"))
+
+    @on(InputBar.Send)
+    def _on_input(self, message: InputBar.Send) -> None:
+        self._write(message.session_id, message.data, message.mode)
+
+    @work(thread=True, group="actions")
+    def _write(self, session_id: str, data: str, mode: SendMode) -> None:
+        if mode is SendMode.SUBMIT:
+            result = self.registry.submit(session_id, data, source="human")
+        elif mode is SendMode.WRITE:
+            result = self.registry.write(session_id, data, source="human")
+        else:
+            result = self.registry.close_stdin(session_id)
+        status = result.get("status")
+        if status == "ok":
+            self.post_message(InputSent(session_id, mode))
+        elif status == "already_exited":
+            self.post_message(JobAlreadyExited(session_id))
+        else:
+            self.post_message(ActionFailed("Input", result.get("error") or str(status)))
+
+    @on(JobStarted)
+    def _on_started(self, message: JobStarted) -> None:
+        self._pending_select = message.session_id
+        self.notify(one_line(message.command)[:60], title="Started", timeout=3, markup=False)
+        self._poke()
+
+    @on(SignalSent)
+    def _on_signal_sent(self, message: SignalSent) -> None:
+        self.notify(f"sent {message.signal}", timeout=3)
+        self._poke()
+
+    @on(InputSent)
+    def _on_input_sent(self, message: InputSent) -> None:
+        if message.mode is SendMode.EOF:
+            self.notify("EOF sent (stdin closed)", timeout=3)
+        self._poke()
+
+    @on(JobAlreadyExited)
+    def _on_already_exited(self) -> None:
+        self.notify("The job has already exited.", severity="warning", timeout=4)
+        self._poke()
+
+    @on(ActionFailed)
+    def _on_failed(self, message: ActionFailed) -> None:
+        self.notify(message.error, title=message.title, severity="error", markup=False)
+        self._poke()
+
+    def action_copy_command(self) -> None:
+        row = self._need_row()
+        if row is not None:
+            self.app.copy_to_clipboard(row.command)
+            self.notify(one_line(row.command)[:60], title="Copied the command", timeout=3, markup=False)
+
+    def action_copy_id(self) -> None:
+        row = self._need_row()
+        if row is not None:
+            self.app.copy_to_clipboard(row.session_id)
+            self.notify(row.session_id, title="Copied the id", timeout=3, markup=False)
+
+    # --- view actions -------------------------------------------------------------------
+
+    def action_toggle_finished(self) -> None:
+        self.show_finished = not self.show_finished
+        self.notify("showing all jobs" if self.show_finished else "showing running jobs only", timeout=2)
+
+    def action_cycle_sort(self) -> None:
+        self.sort_mode = SORTS[(SORTS.index(self.sort_mode) + 1) % len(SORTS)]
+
+    def action_search_jobs(self) -> None:
+        self.query_one(JobSearch).open()
+
+    @on(JobSearch.Changed, "JobSearch")
+    def _search_changed(self, event: JobSearch.Changed) -> None:
+        self.search = event.value.strip()
+
+    @on(JobSearch.Closed)
+    def _search_closed(self) -> None:
+        self.table.focus()
+
+    def action_focus_log(self) -> None:
+        (self.terminal or self.log_pane).focus()
+
+    def action_focus_input(self) -> None:
+        row = self.current_row()
+        if row is None or not row.running:
+            self.notify("Select a running job to type into it.", timeout=3)
+            return
+        if self.terminal is not None:
+            self.terminal.focus()
+            return
+        self.input_bar.add_class("shown")
+        self.input_bar.line.focus()
+
+    def action_find_in_log(self) -> None:
+        if self.terminal is not None:
+            self._close_terminal(refocus=False)
+        self.query_one(FindBox).open()
+
+    @on(FindBox.Find)
+    def _find(self, message: FindBox.Find) -> None:
+        self.log_pane.search(message.query, forward=message.forward)
+
+    @on(FindBox.Closed)
+    def _find_closed(self) -> None:
+        self.log_pane.clear_match()
+        self.log_pane.focus()
+
+    def action_find_next(self) -> None:
+        self.log_pane.search(self.query_one(FindBox).value or self.log_pane.query, True)
+
+    def action_find_previous(self) -> None:
+        self.log_pane.search(self.query_one(FindBox).value or self.log_pane.query, False)
+
+    def action_escape(self) -> None:
+        box = self.query_one(JobSearch)
+        if self.search:
+            box.action_clear()
+        else:
+            self.table.focus()
+
+
+def _short_home(home: Path) -> str:
+    s = str(home)
+    user = os.path.expanduser("~")
+    return "~" + s[len(user):] if user != "/" and s.startswith(user) else s
