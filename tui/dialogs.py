@@ -1,4 +1,5 @@
-"""Modal screens: kill confirmation, signal chooser, new job (the help screen is in help.py)."""
+"""Modal screens: kill confirmation, signal chooser, new job, save the log (the help screen is in
+help.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-__all__ = ["KillScreen", "SignalScreen", "NewJobScreen"]
+__all__ = ["KillScreen", "SignalScreen", "NewJobScreen", "SaveLogScreen"]
 
 _DIALOG_CSS = """
 {name} {{
@@ -226,6 +227,53 @@ class NewJobScreen(ModalScreen[dict | None]):
                 "name": self.query_one("#new-name", Input).value.strip() or None,
             }
         )
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class SaveLogScreen(ModalScreen[tuple[str, bool] | None]):
+    """Ask where to save the log and whether as plain text. Dismisses with (path, plain) or None."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="SaveLogScreen") + """
+    SaveLogScreen Input { margin-bottom: 1; }
+    SaveLogScreen #save-error { color: $error; height: auto; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, suggested: str) -> None:
+        super().__init__()
+        self.suggested = suggested
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Save the whole log", classes="title")
+            yield Input(value=self.suggested, id="save-path", compact=True)
+            yield Checkbox("Plain text (no colours or escape sequences)", value=True, id="save-plain", compact=True)
+            yield Static("", id="save-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Button("Save", id="save", variant="primary", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#save-path", Input).focus()
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#save")
+    def _save(self) -> None:
+        path = os.path.expanduser(self.query_one("#save-path", Input).value.strip())
+        error = ""
+        if not path:
+            error = "Type a file name."
+        elif os.path.exists(path):
+            error = f"{path} exists: choose another name."
+        elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            error = f"No such directory: {os.path.dirname(path)}"
+        if error:
+            self.query_one("#save-error", Static).update(error)
+            return
+        self.dismiss((os.path.abspath(path), self.query_one("#save-plain", Checkbox).value))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

@@ -38,7 +38,8 @@ from rich.ansi import AnsiDecoder
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import on
+from textual import events, on
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -54,6 +55,7 @@ __all__ = ["LogPane", "LogReader", "render_raw_line"]
 # --- turning one raw line into safe styled text --------------------------------------------
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
+_SELECTED = Style(reverse=True)
 MAX_LINE_CHARS = 4000  # a longer line is cut (its end is kept when it is a \r redraw)
 
 
@@ -438,7 +440,15 @@ class LogPane(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False, tooltip="scroll (stops following)"),
         Binding("home", "scroll_home", "Top", show=False, tooltip="the first line (stops following)"),
         Binding("end", "follow", "Follow", show=False, tooltip="jump to the end and follow the output again"),
+        Binding("v", "select_lines", "Select", show=False,
+                tooltip="select lines: ↑ ↓ PgUp PgDn extend, y copies, Esc cancels (or drag the mouse)"),
+        Binding("y", "copy_selection", "Copy", show=False,
+                tooltip="copy the selected lines (system clipboard, else OSC 52 through the terminal)"),
+        Binding("escape", "cancel_selection", "Cancel", show=False, tooltip="drop the selection"),
+        Binding("ctrl+s", "save_log", "Save", show=False,
+                tooltip="save the whole log, raw or plain text, to a file you name"),
     ]
+    ALLOW_SELECT = False  # the pane selects whole lines itself (Textual's selection needs text widgets)
 
     follow: reactive[bool] = reactive(True)
 
@@ -454,6 +464,21 @@ class LogPane(ScrollView, can_focus=True):
         tail: bool  # tail-only read (no index): the lines sit at the bottom of the log
         dropped: int = 0  # bytes the log cap dropped
         snapshot: bool = False  # a frozen snapshot of a flooding log
+
+    @dataclass
+    class CopyLines(Message):
+        """The user asked to copy lines ``first..last`` of the log of ``jobdir``."""
+
+        jobdir: Path
+        first: int
+        last: int
+
+    @dataclass
+    class SaveRequested(Message):
+        """The user asked to save the log of ``session_id`` (Ctrl-S)."""
+
+        session_id: str
+        jobdir: Path
 
     class SearchDone(Message):
         def __init__(self, generation: int, query: str, line: int | None, forward: bool) -> None:
@@ -474,6 +499,10 @@ class LogPane(ScrollView, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.session_id: str | None = None
+        self.jobdir: Path | None = None
+        self.sel_anchor: int | None = None  # where the selection started (None: no selection)
+        self.sel_cursor = 0  # the other end, moved by the keys or the mouse
+        self._dragging = False
         self.reader: LogReader | None = None
         self.generation = 0
         self.total = 0
@@ -500,6 +529,8 @@ class LogPane(ScrollView, can_focus=True):
         self.stop_reader()
         self.generation += 1
         self.session_id = session_id
+        self.jobdir = jobdir
+        self.sel_anchor = None
         self.total = 0
         self.first = 0
         self._raw = []
@@ -560,8 +591,11 @@ class LogPane(ScrollView, can_focus=True):
             self.follow = at_bottom
         self._request()
 
+    def _follow_status(self) -> None:
+        self.post_message(self.Status(self, "following" if self.follow else "paused (End follows)"))
+
     def watch_follow(self, follow: bool) -> None:
-        self.post_message(self.Status(self, "following" if follow else "paused (End follows)"))
+        self._follow_status()
         if follow:
             self._request()
 
@@ -589,18 +623,118 @@ class LogPane(ScrollView, can_focus=True):
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
 
     def action_scroll_up(self) -> None:
+        if self.sel_anchor is not None:
+            return self._move_selection(-1)
         self.scroll_to(y=self.scroll_y - 1, animate=False, immediate=True, force=True)
 
     def action_scroll_down(self) -> None:
+        if self.sel_anchor is not None:
+            return self._move_selection(1)
         self.scroll_to(y=self.scroll_y + 1, animate=False, immediate=True, force=True)
 
     def action_page_up(self) -> None:
+        if self.sel_anchor is not None:
+            return self._move_selection(-self._page())
         self.scroll_to(y=self.scroll_y - self.scrollable_content_region.height, animate=False,
                        immediate=True, force=True)
 
     def action_page_down(self) -> None:
+        if self.sel_anchor is not None:
+            return self._move_selection(self._page())
         self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False,
                        immediate=True, force=True)
+
+    # --- selecting and copying lines -------------------------------------------------------
+
+    def selection(self) -> tuple[int, int] | None:
+        """The selected lines (first, last), inclusive."""
+        if self.sel_anchor is None:
+            return None
+        return min(self.sel_anchor, self.sel_cursor), max(self.sel_anchor, self.sel_cursor)
+
+    def action_select_lines(self) -> None:
+        if not self.total:
+            return
+        self.follow = False
+        bottom = min(self.total - 1, int(self.scroll_y) + self._page() - 1)
+        self.sel_anchor = self.sel_cursor = bottom
+        self._selection_status()
+        self.refresh()
+
+    def _move_selection(self, delta: int) -> None:
+        self.sel_cursor = max(0, min(self.total - 1, self.sel_cursor + delta))
+        top, page = int(self.scroll_y), self._page()
+        if not top <= self.sel_cursor < top + page:  # keep the moving end in view
+            y = self.sel_cursor if self.sel_cursor < top else self.sel_cursor - page + 1
+            self.scroll_to(y=y, animate=False, immediate=True, force=True)
+        self._selection_status()
+        self.refresh()
+
+    def _selection_status(self) -> None:
+        first, last = self.selection() or (0, 0)
+        n = last - first + 1
+        self.post_message(self.Status(self, f"{n} line{'s' * (n != 1)} selected · y copies · Esc cancels"))
+
+    def action_copy_selection(self) -> None:
+        sel = self.selection()
+        if sel is None or self.jobdir is None:
+            self.app.bell()
+            return
+        self.post_message(self.CopyLines(self.jobdir, *sel))
+        self.action_cancel_selection()
+
+    def action_cancel_selection(self) -> None:
+        if self.sel_anchor is None:
+            raise SkipAction()  # Esc means "back" further up
+        self.sel_anchor = None
+        self._follow_status()
+        self.refresh()
+
+    def action_save_log(self) -> None:
+        if self.session_id and self.jobdir is not None:
+            self.post_message(self.SaveRequested(self.session_id, self.jobdir))
+
+    def _line_at(self, event: events.MouseEvent) -> int | None:
+        offset = event.get_content_offset(self)
+        if offset is None or not self.total:
+            return None
+        return max(0, min(self.total - 1, int(self.scroll_y) + offset.y))
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        line = self._line_at(event)
+        if line is None or event.button != 1:
+            return
+        self.focus()
+        self.sel_anchor = self.sel_cursor = line
+        self._dragging = True
+        self.capture_mouse()
+        self.refresh()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        if not self._dragging:
+            return
+        offset = event.get_content_offset_capture(self)
+        top, page = int(self.scroll_y), self._page()
+        line = top + offset.y
+        if offset.y < 0 or offset.y >= page:  # dragging past an edge scrolls
+            self.scroll_to(y=top + (-1 if offset.y < 0 else 1), animate=False, immediate=True, force=True)
+        self.sel_cursor = max(0, min(self.total - 1, line))
+        if self.follow and self.sel_cursor != self.sel_anchor:
+            self.follow = False
+        self._selection_status()
+        self.refresh()
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        if not self._dragging:
+            return
+        self._dragging = False
+        self.release_mouse()
+        if self.sel_anchor == self.sel_cursor:  # a click, not a drag
+            self.sel_anchor = None
+            self._follow_status()
+            self.refresh()
+            return
+        self.action_copy_selection()  # as a terminal does: a drag copies
 
     # --- messages from the reader --------------------------------------------------------
 
@@ -730,6 +864,10 @@ class LogPane(ScrollView, can_focus=True):
         style = self.rich_style
         line_no = scroll_y + y
         strip = self._strip_for(line_no) if line_no >= 0 else None
+        sel = self.selection()
+        if strip is not None and sel is not None and sel[0] <= line_no <= sel[1]:
+            strip = strip.apply_style(_SELECTED)
+            return strip.apply_style(style).crop_extend(scroll_x, scroll_x + width, style + _SELECTED)
         if strip is None:
             note = ""
             if y == 0 and not self.session_id:

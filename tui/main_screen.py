@@ -25,13 +25,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from .bars import DetailTitle, TopBar, one_line
-from .dialogs import KillScreen, NewJobScreen, SignalScreen
+from .clipboard import system_copy
+from .dialogs import KillScreen, NewJobScreen, SaveLogScreen, SignalScreen
 from .find import FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
+from .log_export import save_log, selected_text
 from .log_pane import LogPane
-from .messages import ActionFailed, InputSent, JobAlreadyExited, JobStarted, SendMode, SignalSent
+from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobStarted, LogSaved, SendMode,
+                       SignalSent)
 from .sampler import JobRow, Sampler, SnapshotData
 from .terminal import TerminalPane
 
@@ -221,6 +224,53 @@ class MainScreen(Screen):
             self.action_focus_input()
         else:
             self.log_pane.focus()
+
+    @on(LogPane.CopyLines)
+    def _on_copy_lines(self, message: LogPane.CopyLines) -> None:
+        self._copy_lines(message.jobdir, message.first, message.last)
+
+    @work(thread=True, group="copy", exclusive=True)
+    def _copy_lines(self, jobdir: Path, first: int, last: int) -> None:
+        try:
+            text = selected_text(jobdir, first, last)
+        except Exception as exc:  # the log went away under us
+            self.post_message(ActionFailed("Copy", str(exc) or type(exc).__name__))
+            return
+        how = system_copy(text)
+        if how is None:
+            self.app.call_from_thread(self.app.copy_to_clipboard, text)  # OSC 52
+            how = "OSC 52"
+        n = last - first + 1
+        self.post_message(Copied(f"{n} line{'s' * (n != 1)}", how))
+
+    @on(Copied)
+    def _on_copied(self, message: Copied) -> None:
+        self.notify(f"{message.what} ({message.how})", title="Copied", timeout=3, markup=False)
+
+    @on(LogPane.SaveRequested)
+    def _on_save_requested(self, message: LogPane.SaveRequested) -> None:
+        row = self.table.rows_by_id.get(message.session_id)
+        suggested = os.path.join(os.getcwd(), f"{(row.name if row and row.name else message.session_id)}.log")
+
+        def chosen(choice: tuple[str, bool] | None) -> None:
+            if choice:
+                self._save_log(message.jobdir, Path(choice[0]), choice[1])
+
+        self.app.push_screen(SaveLogScreen(suggested.replace(" ", "-")), chosen)
+
+    @work(thread=True, group="save")
+    def _save_log(self, jobdir: Path, dest: Path, plain: bool) -> None:
+        try:
+            n = save_log(jobdir, dest, plain)
+        except OSError as exc:
+            self.post_message(ActionFailed("Save", f"{dest}: {exc.strerror or exc}"))
+            return
+        self.post_message(LogSaved(str(dest), n, plain))
+
+    @on(LogSaved)
+    def _on_saved(self, message: LogSaved) -> None:
+        kind = "plain text" if message.plain else "raw"
+        self.notify(f"{message.path} ({message.size} bytes, {kind})", title="Log saved", timeout=5, markup=False)
 
     @on(LogPane.Status)
     def _on_log_status(self, message: LogPane.Status) -> None:

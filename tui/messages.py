@@ -12,7 +12,8 @@ from enum import Enum
 
 from textual.message import Message
 
-__all__ = ["SendMode", "JobStarted", "SignalSent", "InputSent", "JobAlreadyExited", "ActionFailed"]
+__all__ = ["SendMode", "JobStarted", "SignalSent", "InputSent", "JobAlreadyExited", "ActionFailed", "Copied",
+           "LogSaved"]
 
 
 class SendMode(Enum):
@@ -60,3 +61,20 @@ class ActionFailed(Message):
 
     title: str
     error: str
+
+
+@dataclass
+class Copied(Message):
+    """Text went to the clipboard; ``how`` is the tool or "OSC 52"."""
+
+    what: str
+    how: str
+
+
+@dataclass
+class LogSaved(Message):
+    """The log was written to ``path``."""
+
+    path: str
+    size: int
+    plain: bool

@@ -1,0 +1,64 @@
+"""Getting text out of a job's on-disk log: the lines a user selected, the whole log to a file.
+
+Both run in worker threads (a selection may span a 500 MB log) and read through
+:mod:`hermes_procs.core.logstore`, so line numbers are the log pane's own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes_procs.core import logstore
+from hermes_procs.core.text import to_text
+
+__all__ = ["selected_text", "save_log", "MAX_COPY_LINES"]
+
+MAX_COPY_LINES = 100_000
+_CHUNK = 1 << 20
+
+
+def selected_text(jobdir: Path, first: int, last: int) -> str:
+    """Plain text (escape sequences removed, ``\\r`` redraws collapsed) of lines ``first..last``
+    (inclusive) of the job's log, at most :data:`MAX_COPY_LINES` lines."""
+    first, last = min(first, last), max(first, last)
+    count = min(last - first + 1, MAX_COPY_LINES)
+    index = logstore.LineIndex(jobdir)
+    index.refresh()
+    raws = index.read_raw_lines(first, count, max_bytes=None)
+    return "\n".join(to_text(raw).rstrip("\r\n") for raw in raws)
+
+
+def save_log(jobdir: Path, dest: Path, plain: bool) -> int:
+    """Write the job's whole retained log to ``dest`` (a new file): the raw bytes, or with
+    ``plain`` the text without colours and escape sequences.  Returns the bytes written.
+    Raises OSError (e.g. FileExistsError) with the reason when the file cannot be written."""
+    start, end = logstore.dropped_bytes(jobdir), logstore.total_bytes(jobdir)
+    written = 0
+    carry = b""
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        pos = start
+        while pos < end:
+            data = logstore.read_bytes(jobdir, pos, min(end, pos + _CHUNK))
+            if not data:
+                break
+            pos += len(data)
+            if plain:
+                data, carry = _whole_lines(carry + data, final=pos >= end)
+                data = to_text(data).encode("utf-8")
+            out.write(data)
+            written += len(data)
+    return written
+
+
+def _whole_lines(data: bytes, final: bool) -> tuple[bytes, bytes]:
+    """Split ``data`` after its last newline (an escape sequence never spans a line end of
+    interest), unless it is the end of the log."""
+    if final:
+        return data, b""
+    cut = data.rfind(b"\n") + 1
+    if cut == 0 and len(data) < 16 * _CHUNK:
+        return b"", data
+    cut = cut or len(data)
+    return data[:cut], data[cut:]
