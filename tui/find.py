@@ -4,6 +4,8 @@
   goes back to the table, ``Esc`` clears it.
 * :class:`FindBox` (``Ctrl-F``): finds text in the selected job's log; ``Enter`` / ``↓`` next
   match, ``↑`` previous, ``Esc`` closes.
+* :class:`FilterBar` (``&``): a regex and a number of context lines; ``Enter`` shows only the
+  matching lines of the whole log, ``Esc`` shows the whole log again.
 
 Both are hidden until opened (the ``shown`` class) and only post messages: the screen decides
 what a search means.
@@ -13,12 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual import on
-from textual.binding import Binding
-from textual.message import Message
-from textual.widgets import Input
+import re
 
-__all__ = ["SearchBox", "JobSearch", "FindBox"]
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Input, Label
+
+__all__ = ["SearchBox", "JobSearch", "FindBox", "FilterBar"]
 
 
 class SearchBox(Input):
@@ -99,3 +105,59 @@ class FindBox(SearchBox):
     def _next(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_find(True)
+
+
+class FilterBar(Horizontal):
+    """The log filter: a regular expression (case-insensitive unless it has a capital letter)
+    and the lines of context around each match."""
+
+    HELP_TITLE = "Log filter (&)"
+    DEFAULT_CSS = """
+    FilterBar { height: 1; display: none; }
+    FilterBar.shown { display: block; }
+    FilterBar Label { width: auto; padding: 0 1; color: $text-muted; }
+    FilterBar #filter-re { width: 1fr; }
+    FilterBar #filter-context { width: 6; }
+    """
+    BINDINGS = [
+        Binding("escape", "clear", "Clear", show=False, tooltip="show the whole log again and close the bar"),
+    ]
+
+    @dataclass
+    class Apply(Message):
+        pattern: re.Pattern[str]
+        context: int
+
+    @dataclass
+    class Cleared(Message):
+        """The filter was removed."""
+
+    def compose(self) -> ComposeResult:
+        yield Label("filter")
+        yield Input(placeholder="regex · Enter filters the whole log · Esc clears", id="filter-re", compact=True)
+        yield Label("context")
+        yield Input("0", id="filter-context", type="integer", compact=True)
+
+    def open(self) -> None:
+        self.add_class("shown")
+        self.query_one("#filter-re", Input).focus()
+
+    @on(Input.Submitted)
+    def _apply(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = self.query_one("#filter-re", Input).value
+        if not text:
+            self.action_clear()
+            return
+        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
+        try:
+            pattern = re.compile(text, flags)
+        except re.error as exc:
+            self.notify(f"not a regular expression: {exc}", title="Filter", severity="error", markup=False)
+            return
+        context = int(self.query_one("#filter-context", Input).value or 0)
+        self.post_message(self.Apply(pattern, max(0, min(context, 100))))
+
+    def action_clear(self) -> None:
+        self.remove_class("shown")
+        self.post_message(self.Cleared())

@@ -31,7 +31,7 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.ansi import AnsiDecoder
@@ -45,9 +45,12 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.worker import get_current_worker
 from textual.strip import Strip
 
 from hermes_procs.core import logstore
+
+from .log_filter import FilterProgress, FilterRow, filter_log
 from hermes_procs.core.text import collapse_cr, strip_ansi
 
 __all__ = ["LogPane", "LogReader", "render_raw_line"]
@@ -94,6 +97,20 @@ def render_raw_line(raw: bytes) -> Text:
     text.expand_tabs(8)
     text.no_wrap = True
     return text
+
+
+@dataclass(slots=True)
+class _Filter:
+    """The filtered view: what is shown and how far the scan is."""
+
+    pattern: re.Pattern[str]
+    context: int
+    rows: list[FilterRow | None] = field(default_factory=list)  # None: a separator
+    matches: int = 0
+    scanned: int = 0
+    total: int = 0
+    done: bool = False
+    truncated: bool = False
 
 
 # --- the reader thread ---------------------------------------------------------------------
@@ -500,6 +517,8 @@ class LogPane(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.session_id: str | None = None
         self.jobdir: Path | None = None
+        self._filter: _Filter | None = None
+        self._fstrips: dict[int, Strip] = {}
         self.sel_anchor: int | None = None  # where the selection started (None: no selection)
         self.sel_cursor = 0  # the other end, moved by the keys or the mouse
         self._dragging = False
@@ -528,6 +547,7 @@ class LogPane(ScrollView, can_focus=True):
             return
         self.stop_reader()
         self.generation += 1
+        self._filter = None
         self.session_id = session_id
         self.jobdir = jobdir
         self.sel_anchor = None
@@ -584,7 +604,7 @@ class LogPane(ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if self._programmatic:
+        if self._programmatic or self._filter is not None:
             return
         at_bottom = round(new) >= self.max_scroll_y
         if self.follow != at_bottom:
@@ -644,6 +664,80 @@ class LogPane(ScrollView, can_focus=True):
         self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False,
                        immediate=True, force=True)
 
+    # --- filter mode: only the matching lines of the whole log -------------------------------
+
+    @property
+    def filtering(self) -> bool:
+        return self._filter is not None
+
+    def start_filter(self, pattern: re.Pattern[str], context: int) -> None:
+        """Show only the lines of the whole on-disk log that match ``pattern`` (with ``context``
+        lines around each), scanned in a worker thread; the view fills in as it goes."""
+        if self.jobdir is None:
+            return
+        self.stop_reader()
+        self.generation += 1
+        self.sel_anchor = None
+        self._filter = _Filter(pattern, context)
+        self._fstrips.clear()
+        self.follow = False
+        self._set_virtual(0)
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)
+        self._filter_status()
+        generation, jobdir, f = self.generation, self.jobdir, self._filter
+
+        def scan() -> None:
+            worker = get_current_worker()
+            filter_log(jobdir, pattern, context,
+                       lambda p: self.post_message(self.FilterUpdate(generation, p)),
+                       lambda: worker.is_cancelled or self._filter is not f)
+
+        self.run_worker(scan, thread=True, exclusive=True, group="filter")
+        self.refresh()
+
+    def clear_filter(self) -> None:
+        """Back to the whole log, following its end."""
+        if self._filter is None:
+            return
+        self._filter = None
+        self._fstrips.clear()
+        session_id, self.session_id = self.session_id, None  # show_job starts over
+        self.show_job(session_id, self.jobdir)
+
+    @dataclass
+    class FilterUpdate(Message):
+        generation: int
+        progress: FilterProgress
+
+    @on(FilterUpdate)
+    def _on_filter_update(self, msg: FilterUpdate) -> None:
+        msg.stop()
+        f = self._filter
+        if f is None or msg.generation != self.generation:
+            return
+        p = msg.progress
+        for row in p.rows:
+            if row.gap:
+                f.rows.append(None)
+            f.rows.append(row)
+        f.matches, f.scanned, f.total, f.done, f.truncated = p.matches, p.scanned, p.total, p.done, p.truncated
+        if p.rows:
+            self._set_virtual(len(f.rows))
+            self.refresh()
+        self._filter_status()
+
+    def _filter_status(self) -> None:
+        f = self._filter
+        if f is None:
+            return
+        around = f" ±{f.context}" if f.context else ""
+        text = f"filter /{f.pattern.pattern}/{around}: {f.matches} matching line{'s' * (f.matches != 1)}"
+        if not f.done:
+            text += f" · scanning {100 * f.scanned // max(1, f.total)} %"
+        elif f.truncated:
+            text += " · first 200,000 rows only"
+        self.post_message(self.Status(self, text + " · & edits, Esc in the bar clears"))
+
     # --- selecting and copying lines -------------------------------------------------------
 
     def selection(self) -> tuple[int, int] | None:
@@ -653,6 +747,9 @@ class LogPane(ScrollView, can_focus=True):
         return min(self.sel_anchor, self.sel_cursor), max(self.sel_anchor, self.sel_cursor)
 
     def action_select_lines(self) -> None:
+        if self._filter is not None:
+            self.notify("Clear the filter (Esc in the filter bar, or &) to select lines.", timeout=3)
+            return
         if not self.total:
             return
         self.follow = False
@@ -702,7 +799,7 @@ class LogPane(ScrollView, can_focus=True):
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         line = self._line_at(event)
-        if line is None or event.button != 1:
+        if line is None or event.button != 1 or self._filter is not None:
             return
         self.focus()
         self.sel_anchor = self.sel_cursor = line
@@ -828,7 +925,34 @@ class LogPane(ScrollView, can_focus=True):
 
     # --- rendering ------------------------------------------------------------------
 
+    def _filter_strip(self, i: int) -> Strip | None:
+        """Row ``i`` of the filtered view: a gutter with the line number, the line, the
+        matches highlighted; ``None`` rows are the separators between groups."""
+        f = self._filter
+        if f is None or not 0 <= i < len(f.rows):
+            return None
+        strip = self._fstrips.get(i)
+        if strip is None:
+            row = f.rows[i]
+            if row is None:
+                text = Text("        ┄", style="dim")
+            else:
+                text = Text(f"{row.line + 1:>7} ", style="bold yellow" if row.match else "dim")
+                body = render_raw_line(row.raw)
+                if row.match:
+                    for m in f.pattern.finditer(body.plain):
+                        if m.end() > m.start():
+                            body.stylize("black on yellow", m.start(), m.end())
+                text.append_text(body)
+            strip = Strip(list(text.render(self.app.console)), text.cell_len)
+            if len(self._fstrips) > 4 * max(50, self._page()):
+                self._fstrips.clear()
+            self._fstrips[i] = strip
+        return strip
+
     def _strip_for(self, line_no: int) -> Strip | None:
+        if self._filter is not None:
+            return self._filter_strip(line_no)
         i = line_no - self.first
         if not (0 <= i < len(self._raw)):
             return None

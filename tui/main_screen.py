@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Footer, Static
 from .bars import DetailTitle, TopBar, one_line
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, SaveLogScreen, SignalScreen
-from .find import FindBox, JobSearch
+from .find import FilterBar, FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
@@ -75,6 +75,8 @@ class MainScreen(Screen):
         Binding("a,ctrl+t", "full_attach", "Attach", show=False,
                 tooltip="full-screen attach of a running job (detach with Ctrl-])"),
         Binding("ctrl+f", "find_in_log", "Find in log", show=False, tooltip="find text in the log"),
+        Binding("ampersand", "filter_log", "Filter log", key_display="&",
+                tooltip="filter the log: only lines matching a regex, with N lines of context"),
         Binding("f3", "find_next", "Next match", show=False, tooltip="next match of the last find"),
         Binding("shift+f3", "find_previous", "Previous match", show=False,
                 tooltip="previous match of the last find"),
@@ -108,6 +110,7 @@ class MainScreen(Screen):
             yield Static(id="term-hint")
             yield LogPane(id="log")
             yield FindBox(id="log-find")
+            yield FilterBar(id="log-filter")
             yield InputBar(id="input")
         yield Footer(show_command_palette=False)
 
@@ -200,6 +203,7 @@ class MainScreen(Screen):
 
     def watch_selected(self, sid: str | None) -> None:
         self._close_terminal(refocus=False)
+        self.query_one(FilterBar).remove_class("shown")
         jobdir = None
         if sid:
             try:
@@ -507,6 +511,24 @@ class MainScreen(Screen):
         if self.terminal is not None:
             self._close_terminal(refocus=False)
         self.query_one(FindBox).open()
+
+    def action_filter_log(self) -> None:
+        if self.current_row() is None:
+            self.notify("Select a job first.", timeout=3)
+            return
+        if self.terminal is not None:
+            self._close_terminal(refocus=False)
+        self.query_one(FilterBar).open()
+
+    @on(FilterBar.Apply)
+    def _filter(self, message: FilterBar.Apply) -> None:
+        self.log_pane.start_filter(message.pattern, message.context)
+        self.log_pane.focus()
+
+    @on(FilterBar.Cleared)
+    def _filter_cleared(self) -> None:
+        self.log_pane.clear_filter()
+        self.log_pane.focus()
 
     @on(FindBox.Find)
     def _find(self, message: FindBox.Find) -> None:
