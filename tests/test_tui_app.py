@@ -611,3 +611,17 @@ async def test_filter_and_sort_are_reactives_bound_to_table_and_top_bar(registry
         app.main.show_finished = False
         await pilot.pause(0.1)
         assert "show:running" in str(app.query_one("#topbar").render())
+
+
+async def test_input_bar_only_for_running_jobs_and_table_height(registry):
+    done = spawn(registry, "true", name="done")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: done in table.rows_by_id and not table.rows_by_id[done].running)
+        await select(pilot, app, done, indexed=False)
+        assert not app.query_one("#input").display  # the screen's CSS applies
+        assert 10 <= table.outer_size.height <= 12  # 40 % of the screen (the CSS applies)
+        live = spawn(registry, "sleep 30", name="live")
+        await select(pilot, app, live, indexed=False)
+        await until(pilot, lambda: app.query_one("#input").display, what="input bar for a running job")

@@ -45,9 +45,9 @@ class MainScreen(Screen):
     """Jobs table on top, the selected job's output (log or terminal) and input below."""
 
     HELP_TITLE = "Jobs"
-    CSS = """
+    DEFAULT_CSS = """
     MainScreen { layout: vertical; }
-    JobsTable { height: 40%; min-height: 4; }
+    #jobs { height: 40%; min-height: 4; }
     #detail { height: 1fr; }
     #detail LogPane { height: 1fr; }
     #detail TerminalPane { height: 1fr; }
