@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from hermes_procs.core.text import strip_ansi, to_text
 from hermes_procs.core.textfilter import TextFilter
-from hermes_procs.core.text import to_text
-from hermes_procs.tui.log_pane import sanitize_line
 
 INTROS = ["\x1bP", "\x1bX", "\x1b^", "\x1b_", "\x90", "\x98", "\x9e", "\x9f"]
 
@@ -15,7 +14,7 @@ INTROS = ["\x1bP", "\x1bX", "\x1b^", "\x1b_", "\x90", "\x98", "\x9e", "\x9f"]
 def test_unterminated_string_ends_at_newline(intro):
     raw = f"before\n{intro}never terminated\nafter one\nafter two\n"
     assert to_text(raw.encode()) == "before\n\nafter one\nafter two\n"
-    assert sanitize_line(raw) == "before\n\nafter one\nafter two\n"
+    assert strip_ansi(raw, keep_sgr=True) == "before\n\nafter one\nafter two\n"
     if intro.startswith("\x1b"):  # the live attach filter (terminal mode) too
         live = TextFilter(keep_sgr=True)
         assert "after two" in live.feed(raw.encode()) + live.finish()
