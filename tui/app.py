@@ -10,13 +10,17 @@ Closing the dashboard never stops a job: every job belongs to its own supervisor
 from __future__ import annotations
 
 import gc
+from functools import partial
+from typing import Iterable
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from hermes_procs.core import ProcessRegistry
 
-from .help import HelpScreen
+from .config import Config, load_config, remember_theme
+from .help import HelpScreen, palette_entries
 from .main_screen import MainScreen
 
 __all__ = ["HermesApp", "run"]
@@ -30,21 +34,47 @@ class HermesApp(App):
     TITLE = "hermes-procs"
     HELP_TITLE = "App"
     BINDINGS = [
-        Binding("q", "quit", "Quit", tooltip="quit the dashboard (jobs keep running)"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="this key map"),
+        Binding("q", "quit", "Quit", tooltip="quit the dashboard (jobs keep running)", id="quit"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this key map", id="help"),
     ]
 
     def __init__(self, registry: ProcessRegistry | None = None, *, home: str | None = None,
-                 sample_interval: float = 1.0, home_label: str | None = None) -> None:
+                 sample_interval: float = 1.0, home_label: str | None = None,
+                 config: Config | None = None) -> None:
         super().__init__()
         self.registry = registry if registry is not None else ProcessRegistry(home=home)
+        self.config = config if config is not None else load_config()
         self.main = MainScreen(self.registry, sample_interval=sample_interval, home_label=home_label)
 
     def get_default_screen(self) -> MainScreen:
         return self.main
 
     def on_mount(self) -> None:
+        cfg = self.config
+        if cfg.theme:
+            if cfg.theme in self.available_themes:
+                self.theme = cfg.theme
+            else:
+                cfg.problems.append(f"unknown theme {cfg.theme!r}")
+        if cfg.keys:
+            self.set_keymap(cfg.keys)
+        for problem in cfg.problems:
+            self.notify(problem, title="Settings", severity="warning", timeout=10, markup=False)
         self.call_after_refresh(self._settle_gc)
+        self.call_after_refresh(self._remember_themes)
+
+    def _remember_themes(self) -> None:
+        """From now on (the configured theme is applied), a theme the user picks is kept."""
+        path = self.config.path
+        if path is not None:
+            self.theme_changed_signal.subscribe(self, lambda theme: remember_theme(path, theme.name))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The command palette (Ctrl-P): Textual's own commands (themes, keys, quit...) and
+        every action of the dashboard, generated from the same bindings as the help."""
+        yield from super().get_system_commands(screen)
+        for title, help_text, action, target in palette_entries(self):
+            yield SystemCommand(title, help_text, partial(self.run_action, action, target))
 
     def _settle_gc(self) -> None:
         """Move everything that exists once the first screen is up (modules, classes, the

@@ -20,12 +20,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-__all__ = ["HelpEntry", "key_label", "help_entries", "markdown_table", "HelpScreen"]
+__all__ = ["HelpEntry", "key_label", "help_entries", "palette_entries", "markdown_table", "HelpScreen"]
 
 _NAMES = {
     "question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",
     "up": "↑", "down": "↓", "left": "←", "right": "→", "pageup": "PgUp", "pagedown": "PgDn",
-    "home": "Home", "end": "End", "right_square_bracket": "]", "space": "Space",
+    "home": "Home", "end": "End", "right_square_bracket": "]", "space": "Space", "ampersand": "&",
 }
 
 
@@ -43,6 +43,7 @@ class HelpEntry:
     section: str
     keys: tuple[str, ...]  # as shown: ("a", "Ctrl-T")
     does: str
+    ids: tuple[str, ...] = ()  # the binding ids: the names the config's [keys] table uses
 
     @property
     def shown(self) -> str:
@@ -51,40 +52,59 @@ class HelpEntry:
 
 def _classes() -> list[type]:
     from .app import HermesApp
-    from .find import FindBox, JobSearch
+    from .find import FilterBar, FindBox, JobSearch
     from .input_bar import InputBar
     from .jobs_table import JobsTable
     from .log_pane import LogPane
     from .main_screen import MainScreen
     from .terminal import TerminalPane
 
-    return [JobsTable, MainScreen, JobSearch, LogPane, FindBox, InputBar, TerminalPane, HermesApp]
+    return [JobsTable, MainScreen, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane, HermesApp]
 
 
-def help_entries() -> list[HelpEntry]:
-    """Every binding with a tooltip, in section order."""
+def help_entries(keymap: dict[str, str] | None = None) -> list[HelpEntry]:
+    """Every binding with a tooltip, in section order (``keymap``: the user's keys by id)."""
+    keymap = keymap or {}
     entries: list[HelpEntry] = []
     for cls in _classes():
         section = getattr(cls, "HELP_TITLE", cls.__name__)
         for binding in cls.__dict__.get("BINDINGS", []):
             if not isinstance(binding, Binding) or not binding.tooltip:
                 continue
-            keys = ((binding.key_display,) if binding.key_display
-                    else tuple(key_label(k.strip()) for k in binding.key.split(",")))
+            key = keymap.get(binding.id or "", binding.key)
+            keys = ((binding.key_display,) if binding.key_display and key == binding.key
+                    else tuple(key_label(k.strip()) for k in key.split(",")))
             last = entries[-1] if entries else None
+            ids = (binding.id,) if binding.id else ()
             if last is not None and last.section == section and last.does == binding.tooltip:
-                entries[-1] = HelpEntry(section, last.keys + keys, last.does)
+                entries[-1] = HelpEntry(section, last.keys + keys, last.does, last.ids + ids)
             else:
-                entries.append(HelpEntry(section, keys, binding.tooltip))
+                entries.append(HelpEntry(section, keys, binding.tooltip, ids))
     return entries
+
+
+def palette_entries(app) -> list[tuple[str, str, str, object]]:
+    """(title, help, action, target) for every action of the main screen and the log pane,
+    for the command palette; the target is the widget the action runs on."""
+    from .log_pane import LogPane
+    from .main_screen import MainScreen
+
+    out = []
+    for target, cls in ((app.main, MainScreen), (app.main.log_pane, LogPane)):
+        for binding in cls.__dict__.get("BINDINGS", []):
+            if binding.tooltip and binding.action not in ("escape", "cancel_selection"):
+                out.append((f"{binding.description} ({key_label(binding.key.split(',')[0])})",
+                            binding.tooltip, binding.action, target))
+    return out
 
 
 def markdown_table() -> str:
     """The README's keys table."""
-    lines = ["| where | key | does |", "|---|---|---|"]
+    lines = ["| where | key | does | id for `[keys]` |", "|---|---|---|---|"]
     for e in help_entries():
         keys = " ".join(f"`{k}`" for k in e.keys)
-        lines.append(f"| {e.section} | {keys} | {e.does} |")
+        ids = " ".join(f"`{i}`" for i in e.ids)
+        lines.append(f"| {e.section} | {keys} | {e.does} | {ids} |")
     return "\n".join(lines)
 
 
@@ -119,7 +139,7 @@ class HelpScreen(ModalScreen[None]):
         return tables
 
     def compose(self) -> ComposeResult:
-        tables = self._sections(help_entries())
+        tables = self._sections(help_entries(getattr(self.app, "config", None) and self.app.config.keys))
         wide = self.app.size.width >= 150
         with Vertical(classes="wide" if wide else ""):
             yield Label("hermes-procs dashboard — keys  (Esc closes)", classes="title")

@@ -50,6 +50,7 @@ from textual.strip import Strip
 
 from hermes_procs.core import logstore
 
+from .config import HighlightRule
 from .log_filter import FilterProgress, FilterRow, filter_log
 from hermes_procs.core.text import collapse_cr, strip_ansi
 
@@ -456,13 +457,13 @@ class LogPane(ScrollView, can_focus=True):
         Binding("pageup", "page_up", "Page up", show=False, tooltip="scroll (stops following)"),
         Binding("pagedown", "page_down", "Page down", show=False, tooltip="scroll (stops following)"),
         Binding("home", "scroll_home", "Top", show=False, tooltip="the first line (stops following)"),
-        Binding("end", "follow", "Follow", show=False, tooltip="jump to the end and follow the output again"),
-        Binding("v", "select_lines", "Select", show=False,
+        Binding("end", "follow", "Follow", show=False, id="follow", tooltip="jump to the end and follow the output again"),
+        Binding("v", "select_lines", "Select", show=False, id="select_lines",
                 tooltip="select lines: ↑ ↓ PgUp PgDn extend, y copies, Esc cancels (or drag the mouse)"),
-        Binding("y", "copy_selection", "Copy", show=False,
+        Binding("y", "copy_selection", "Copy", show=False, id="copy_selection",
                 tooltip="copy the selected lines (system clipboard, else OSC 52 through the terminal)"),
         Binding("escape", "cancel_selection", "Cancel", show=False, tooltip="drop the selection"),
-        Binding("ctrl+s", "save_log", "Save", show=False,
+        Binding("ctrl+s", "save_log", "Save", show=False, id="save_log",
                 tooltip="save the whole log, raw or plain text, to a file you name"),
     ]
     ALLOW_SELECT = False  # the pane selects whole lines itself (Textual's selection needs text widgets)
@@ -518,6 +519,7 @@ class LogPane(ScrollView, can_focus=True):
         self.session_id: str | None = None
         self.jobdir: Path | None = None
         self._filter: _Filter | None = None
+        self.highlights: tuple[HighlightRule, ...] = ()  # regex -> style, from the config
         self._fstrips: dict[int, Strip] = {}
         self.sel_anchor: int | None = None  # where the selection started (None: no selection)
         self.sel_cursor = 0  # the other end, moved by the keys or the mouse
@@ -938,7 +940,7 @@ class LogPane(ScrollView, can_focus=True):
                 text = Text("        ┄", style="dim")
             else:
                 text = Text(f"{row.line + 1:>7} ", style="bold yellow" if row.match else "dim")
-                body = render_raw_line(row.raw)
+                body = self._highlighted(render_raw_line(row.raw))
                 if row.match:
                     for m in f.pattern.finditer(body.plain):
                         if m.end() > m.start():
@@ -949,6 +951,15 @@ class LogPane(ScrollView, can_focus=True):
                 self._fstrips.clear()
             self._fstrips[i] = strip
         return strip
+
+    def _highlighted(self, text: Text) -> Text:
+        """Apply the highlight rules (errors, warnings, URLs, the user's own) to one line."""
+        plain = text.plain
+        for rule in self.highlights:
+            for m in rule.pattern.finditer(plain):
+                if m.end() > m.start():
+                    text.stylize(rule.style, m.start(), m.end())
+        return text
 
     def _strip_for(self, line_no: int) -> Strip | None:
         if self._filter is not None:
@@ -963,7 +974,7 @@ class LogPane(ScrollView, can_focus=True):
         if strip is not None:
             self._strips.move_to_end(key)
             return strip
-        text = render_raw_line(raw)
+        text = self._highlighted(render_raw_line(raw))
         if hit:
             low = text.plain.lower()
             q = self.query.lower()

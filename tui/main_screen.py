@@ -58,29 +58,29 @@ class MainScreen(Screen):
     """
 
     BINDINGS = [
-        Binding("n", "new_job", "New", tooltip="new job: command, working directory, PTY toggle, name"),
-        Binding("k", "kill", "Kill", tooltip="kill the selected job's whole tree (asks first)"),
-        Binding("s", "signal", "Signal", tooltip="send a signal: INT, TERM, HUP or KILL"),
-        Binding("t", "terminal", "Term", tooltip="terminal pane of a PTY job (keys go to the job)"),
+        Binding("n", "new_job", "New", tooltip="new job: command, working directory, PTY toggle, name", id="new_job"),
+        Binding("k", "kill", "Kill", tooltip="kill the selected job's whole tree (asks first)", id="kill"),
+        Binding("s", "signal", "Signal", tooltip="send a signal: INT, TERM, HUP or KILL", id="signal"),
+        Binding("t", "terminal", "Term", tooltip="terminal pane of a PTY job (keys go to the job)", id="terminal"),
         Binding("i", "focus_input", "Input", show=False,
-                tooltip="type into the selected job: Enter sends a line, Ctrl-R raw, Ctrl-D EOF"),
+                tooltip="type into the selected job: Enter sends a line, Ctrl-R raw, Ctrl-D EOF", id="focus_input"),
         Binding("slash", "search_jobs", "Search", key_display="/",
-                tooltip="search jobs by command, name or id"),
-        Binding("f", "toggle_finished", "Filter", tooltip="show running jobs only / all jobs"),
+                tooltip="search jobs by command, name or id", id="search_jobs"),
+        Binding("f", "toggle_finished", "Filter", tooltip="show running jobs only / all jobs", id="toggle_finished"),
         Binding("o", "cycle_sort", "Sort",
-                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name"),
-        Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command"),
-        Binding("C", "copy_id", "Copy id", show=False, tooltip="copy the selected job's id"),
-        Binding("l", "focus_log", "Log", show=False, tooltip="focus the log pane (or the terminal pane)"),
+                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name", id="cycle_sort"),
+        Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command", id="copy_command"),
+        Binding("C", "copy_id", "Copy id", show=False, tooltip="copy the selected job's id", id="copy_id"),
+        Binding("l", "focus_log", "Log", show=False, tooltip="focus the log pane (or the terminal pane)", id="focus_log"),
         Binding("a,ctrl+t", "full_attach", "Attach", show=False,
-                tooltip="full-screen attach of a running job (detach with Ctrl-])"),
-        Binding("ctrl+f", "find_in_log", "Find in log", show=False, tooltip="find text in the log"),
+                tooltip="full-screen attach of a running job (detach with Ctrl-])", id="full_attach"),
+        Binding("ctrl+f", "find_in_log", "Find in log", show=False, tooltip="find text in the log", id="find_in_log"),
         Binding("ampersand", "filter_log", "Filter log", key_display="&",
-                tooltip="filter the log: only lines matching a regex, with N lines of context"),
-        Binding("f3", "find_next", "Next match", show=False, tooltip="next match of the last find"),
+                tooltip="filter the log: only lines matching a regex, with N lines of context", id="filter_log"),
+        Binding("f3", "find_next", "Next match", show=False, tooltip="next match of the last find", id="find_next"),
         Binding("shift+f3", "find_previous", "Previous match", show=False,
-                tooltip="previous match of the last find"),
-        Binding("escape", "escape", "Back", show=False, tooltip="clear the job search, back to the table"),
+                tooltip="previous match of the last find", id="find_previous"),
+        Binding("escape", "escape", "Back", show=False, tooltip="clear the job search, back to the table", id="escape"),
     ]
 
     sort_mode: reactive[str] = reactive("newest")
@@ -128,6 +128,7 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
+        self.log_pane.highlights = self.app.config.highlights
         self.table.focus()
         self.sampler = Sampler(self.registry, self, interval=self.sample_interval)
         self.sampler.start()

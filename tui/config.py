@@ -1,0 +1,122 @@
+"""The dashboard's user settings: ``$XDG_CONFIG_HOME/hermes-procs/config.toml`` (default
+``~/.config/hermes-procs/config.toml``), read once at start with :mod:`tomllib`.
+
+::
+
+    theme = "nord"                 # a Textual theme (Ctrl-P "theme" lists them)
+    default_highlights = true      # keep the built-in rules below yours
+    notify_bell = true             # ring / OSC 9 when a job waits for input or fails
+
+    [[highlight]]                  # a regex (Python syntax) and a Rich style
+    pattern = "\\bdeploy(ed)?\\b"
+    style = "bold magenta"
+
+    [keys]                         # action = key(s), comma-separated (Textual key names)
+    kill = "K"
+    new_job = "ctrl+n"
+
+A theme picked in the app (the command palette) is remembered in ``state.json`` beside the
+config file and wins over ``theme``.  A bad file or entry never stops the dashboard: it is
+skipped and :attr:`Config.problems` says why (the app shows them as a toast).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.style import Style
+from rich.errors import StyleSyntaxError
+
+__all__ = ["Config", "HighlightRule", "DEFAULT_HIGHLIGHTS", "config_dir", "load_config", "remember_theme"]
+
+
+@dataclass(frozen=True)
+class HighlightRule:
+    pattern: re.Pattern[str]
+    style: Style
+
+
+def _rule(pattern: str, style: str) -> HighlightRule:
+    return HighlightRule(re.compile(pattern), Style.parse(style))
+
+
+DEFAULT_HIGHLIGHTS = (
+    _rule(r"(?i)\b(error|errors|fatal|failed|failure|exception|traceback|panic)\b", "bold red"),
+    _rule(r"(?i)\b(warn|warning|warnings|deprecated)\b", "yellow"),
+    _rule(r"\bhttps?://[^\s\"'<>)\]]+", "underline cyan"),
+)
+
+
+@dataclass
+class Config:
+    highlights: tuple[HighlightRule, ...] = DEFAULT_HIGHLIGHTS
+    keys: dict[str, str] = field(default_factory=dict)  # binding id (= action name) -> keys
+    theme: str | None = None
+    notify_bell: bool = True
+    path: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".config"
+    return root / "hermes-procs"
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The settings in ``path`` (default: the XDG location); defaults where it says nothing."""
+    path = path or config_dir() / "config.toml"
+    cfg = Config(path=path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        data = {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        cfg.problems.append(f"{path}: {exc}")
+        data = {}
+    rules = list(DEFAULT_HIGHLIGHTS) if data.get("default_highlights", True) is not False else []
+    for i, entry in enumerate(data.get("highlight", []) if isinstance(data.get("highlight"), list) else []):
+        try:
+            rules.append(_rule(str(entry["pattern"]), str(entry.get("style", "bold"))))
+        except (KeyError, TypeError, re.error, StyleSyntaxError) as exc:
+            cfg.problems.append(f"{path}: highlight #{i + 1} skipped: {exc}")
+    cfg.highlights = tuple(rules)
+    keys = data.get("keys", {})
+    if isinstance(keys, dict):
+        cfg.keys = {str(k): str(v) for k, v in keys.items() if isinstance(v, str) and v}
+    if isinstance(data.get("theme"), str):
+        cfg.theme = data["theme"]
+    if isinstance(data.get("notify_bell"), bool):
+        cfg.notify_bell = data["notify_bell"]
+    remembered = _state(path).get("theme")
+    if isinstance(remembered, str):
+        cfg.theme = remembered
+    return cfg
+
+
+def _state(config_path: Path) -> dict:
+    try:
+        data = json.loads((config_path.parent / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def remember_theme(config_path: Path, theme: str) -> None:
+    """Keep the theme the user picked for the next start (never fails the app)."""
+    state = _state(config_path)
+    if state.get("theme") == theme:
+        return
+    state["theme"] = theme
+    try:
+        config_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = config_path.parent / "state.json.tmp"
+        tmp.write_text(json.dumps(state))
+        tmp.replace(config_path.parent / "state.json")
+    except OSError:
+        pass
