@@ -1,7 +1,8 @@
 """Regenerate the dashboard screenshots (SVG) in ``./screenshots/`` from the real app running the
 demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]``.
 
-Shots: ``dashboard.svg`` (table + log of a build), ``terminal.svg`` (terminal pane with a Python
+Shots: ``dashboard.svg`` (table + log of a build), ``filter.svg`` (the build's log filtered),
+``terminal.svg`` (terminal pane with a Python
 REPL), ``input.svg`` (a pipe job waiting for an answer, with the input bar and its history),
 ``kill.svg`` (kill confirmation), ``help.svg`` (the key map).  Every job started is killed at the end.
 """
@@ -64,6 +65,20 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await select("build")
         await pilot.pause(0.6)
         save("dashboard.svg")
+
+        # 1b. the filter: only the lines of the build that match, with a line of context
+        await pilot.press("ampersand")
+        await pilot.press(*r"warning|tui/\w+")
+        app.query_one("#filter-context").value = "1"
+        app.query_one("#filter-re").focus()
+        await pilot.press("enter")
+        pane = app.query_one(LogPane)
+        await _until(pilot, lambda: pane._filter is not None and pane._filter.done)
+        await pilot.pause(0.3)
+        save("filter.svg")
+        await pilot.press("ampersand", "escape")
+        await _until(pilot, lambda: pane._filter is None)
+        table.focus()
 
         # 2. a pipe job asking a question: the input bar and its history
         await select("reset staging")
