@@ -388,6 +388,7 @@ async def test_help_screen_and_footer(registry):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await until(pilot, lambda: len(app.screen.query("Static")) >= 3, what="help composed")
         console = Console(width=100, record=True, file=io.StringIO())
         for w in app.screen.query("Static"):
             console.print(w.content)
