@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import events, listindex, logstore, proctree, protocol, template, text
+from . import events, listindex, logstore, proctree, protocol, stats, template, text, wait_until
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
 from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
@@ -121,6 +121,7 @@ class ProcessRegistry:
         self._index_key: tuple | None = None
         self._index_lines = 0
         self._lock = threading.Lock()
+        self._cpu = stats.CpuMeter()
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -276,12 +277,20 @@ class ProcessRegistry:
                   "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
                   "output_preview": self._tail_text(job, preview_chars),
-                  "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", "")}
+                  "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", ""),
+                  **self._figures(job)}
         if not job.running:
             result.update(_outcome_fields(job))
         elif job.unsupervised:
             result["unsupervised"] = True
         return result
+
+    def _figures(self, job: Job) -> dict:
+        """awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count (core/stats.py)."""
+        proc = job.proc or {}
+        return stats.job_figures(job.session_id, self._cpu, running=job.running, root=job.pid,
+                                 supervisor_pid=proc.get("supervisor_pid") if job.supervisor_alive else None,
+                                 started_at=job.started_at, log_path=str(job.dir / logstore.LOG_NAME))
 
     @_safe
     def read_log(self, session_id, offset=None, limit: int = 200) -> dict:
@@ -304,6 +313,7 @@ class ProcessRegistry:
         ids = list_job_ids(self.jobs_dir)
         finished = self._finished_rows()
         rows, new = [], []
+        self._cpu.forget(set(ids))
         for session_id in ids:
             row = finished.get(session_id)
             if row is None:
@@ -314,7 +324,7 @@ class ProcessRegistry:
                 continue
             if session_key is not None and row.get("session_key", "") != session_key:
                 continue
-            rows.append(dict(row))
+            rows.append({**stats.IDLE, **row})  # index rows written before these fields existed
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
@@ -383,11 +393,16 @@ class ProcessRegistry:
 
     # ---- waiting -----------------------------------------------------------------------
     @_safe
-    def wait(self, session_id, timeout=None, interrupt: threading.Event | None = None) -> dict:
-        """Block until the job ends, `timeout` seconds pass (clamped to HERMES_PROCS_MAX_WAIT) or
-        `interrupt` is set.
+    def wait(self, session_id, timeout=None, interrupt: threading.Event | None = None, until="exit") -> dict:
+        """Block until the job ends, `timeout` seconds pass (clamped to HERMES_PROCS_MAX_WAIT),
+        `interrupt` is set, or `until` holds (core/wait_until.py: input, quiet:S, output:REGEX, port:N).
 
-        Returns `exited` (outcome fields, output), `timeout` (output, timeout_note) or `interrupted`."""
+        Returns `exited` (outcome fields, output), `running` (the condition met), `timeout` (output,
+        timeout_note) or `interrupted`; `reason` says which."""
+        try:
+            condition = wait_until.parse(until)
+        except wait_until.UntilError as exc:
+            raise BadInput(str(exc)) from None
         maximum = _env_float("HERMES_PROCS_MAX_WAIT", DEFAULT_MAX_WAIT)
         note = None
         if timeout is None:
@@ -400,47 +415,54 @@ class ProcessRegistry:
                 timeout = maximum
         job = self._job(session_id)
         deadline = time.monotonic() + timeout
+        met: dict = {}
+        check = wait_until.checker(condition, job) if job.running else None
         while job.running:  # the supervisor may die while we wait: then wait for the process itself
             left, record = deadline - time.monotonic(), None
             if job.supervised and left > 0:
-                outcome, record = self._wait_socket(job, left, interrupt)
+                outcome, record, met = self._wait_socket(job, left, interrupt, check)
             elif left > 0:
                 outcome = _wait_process(job.root, left, interrupt)
             else:
                 outcome = "timeout"
             if outcome != "exited":
-                result = {"status": outcome, "session_id": job.session_id,
-                          "output": self._tail_text(job, 2000)}
+                result = {"status": "running" if outcome == "met" else outcome, "session_id": job.session_id,
+                          "reason": outcome, **met, "output": self._tail_text(job, 2000)}
                 if outcome == "timeout":
                     result["timeout_note"] = note or f"still running after {timeout:g}s"
                 return result
             job = load(job.dir)
             if job.exit is None and record is not None:  # not on disk (yet): the supervisor's word
                 job.exit = record
-        result = {"status": "exited", "session_id": job.session_id, **_outcome_fields(job),
-                  "output": self._tail_text(job, 2000)}
+        result = {"status": "exited", "session_id": job.session_id, "reason": "exited", **met,
+                  **_outcome_fields(job), "output": self._tail_text(job, 2000)}
         if note:
             result["timeout_note"] = note
         return result
 
-    def _wait_socket(self, job: Job, timeout: float, interrupt) -> tuple[str, dict | None]:
-        """("exited", the supervisor's exit record or None), ("timeout", None) or ("interrupted", None)."""
+    def _wait_socket(self, job: Job, timeout: float, interrupt, check=None) -> tuple[str, dict | None, dict]:
+        """(outcome, the supervisor's exit record or None, the fields of the condition met): outcome is
+        "exited", "met" (the `until` check held), "timeout" or "interrupted"."""
         deadline = time.monotonic() + timeout
         try:
             sock = protocol.connect(job.dir, retry_for=2.0)
         except protocol.SupervisorGone:
-            return "exited", None
+            return "exited", None, {}
+        step = wait_until.POLL_STEP if (interrupt or check) else None
         with sock:
             sock.sendall(b'{"op": "wait"}\n')
             while True:
+                met = check() if check else None
+                if met:
+                    return "met", None, met
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return "timeout", None
+                    return "timeout", None, {}
                 if interrupt is not None and interrupt.is_set():
-                    return "interrupted", None
-                ready, _, _ = select.select([sock], [], [], min(left, 0.05) if interrupt else left)
-                if ready:
-                    return "exited", _exit_of_reply(sock)
+                    return "interrupted", None, {}
+                ready, _, _ = select.select([sock], [], [], min(left, step or left))
+                if ready:  # output printed just before the exit may still hold the match
+                    return "exited", _exit_of_reply(sock), (check() or {}) if check else {}
 
     def _tail_text(self, job: Job, chars: int) -> str:
         return text.last_chars(logstore.tail_bytes(job.dir, chars * 4 + 4096), chars)

@@ -1,0 +1,257 @@
+"""Live figures of a job's process tree, read cheaply from /proc. Stdlib only.
+
+One module for everything that looks at a running job from the outside: the registry's
+`poll`/`list` fields, `wait(until=...)`, the dashboard's sampler and the supervisor's
+awaiting-input / quiet events all call these functions, so there is one process-tree walk.
+
+- :func:`tree` walks a process's descendants through ``/proc/PID/task/TID/children`` (a few
+  small reads for a job's tree; a full ``/proc`` scan through :mod:`proctree` where the kernel
+  lacks those files).
+- :func:`waiting_for_input`: a process of the tree blocked reading the job's stdin or terminal
+  (``/proc/PID/syscall``), the dashboard's ``?`` mark.
+- :class:`CpuMeter`: CPU % of a tree from the delta of its CPU ticks against the previous
+  sample kept per key (the since-start average on the first call); never a blocking sample.
+- :func:`listens_on`: the tree holds a listening TCP socket on a port (``/proc/net/tcp{,6}``
+  inodes matched to the tree's socket fds).
+
+The supervisor loads this file as a top-level module (``python -I -S``), hence the import below.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+try:
+    from . import proctree
+except ImportError:  # the supervisor imports us as a top-level module next to proctree.py
+    import proctree  # type: ignore[no-redef]
+
+# The figures of a job with no process left.
+IDLE = {"awaiting_input": False, "quiet_seconds": None, "cpu_percent": 0.0, "rss_bytes": 0, "process_count": 0}
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+MIN_INTERVAL = 0.25  # seconds: a CPU delta over less is noise, the previous figure stands
+
+# Syscall numbers of read-type and select-type calls, per architecture.
+_SYSCALLS = {
+    "x86_64": ({0, 17, 19, 295}, {23, 270}),  # read pread64 readv preadv | select pselect6
+    "aarch64": ({63, 65, 67, 69}, {72}),  # read readv pread64 preadv | pselect6
+}
+_READS, _SELECT_ONLY = _SYSCALLS.get(os.uname().machine, _SYSCALLS["x86_64"])
+_LISTEN = "0A"  # TCP state LISTEN in /proc/net/tcp
+
+
+# --- trees ---------------------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int] | None:
+    """Children of `pid` (every thread's), or None when the kernel has no `children` files."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                found.extend(int(p) for p in fh.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended meanwhile
+            return None
+        except OSError:
+            continue
+    return found
+
+
+def tree(root: int, include_root: bool = True) -> list[int]:
+    """`root` (unless `include_root` is false) and its descendants, zombies included."""
+    out = [root] if include_root else []
+    kids = children(root)
+    if kids is None:
+        return out + proctree.descendants(root)
+    stack = kids
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children(pid) or ())
+    return out
+
+
+def fd_target(pid: int, fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+
+
+# --- waiting for input ---------------------------------------------------------------------
+
+
+def waiting_for_input(pids: list[int], stdin_target: str | None) -> bool:
+    """True when a process of `pids` is blocked reading the job's stdin.
+
+    From ``/proc/PID/syscall``: a ``read`` (or ``readv``/``pread``) on fd 0 or on an fd that is
+    the same file as the job's stdin (`stdin_target`: the pipe or the PTY), or a
+    ``select``/``pselect6`` watching only fd 0 (``nfds == 1``; how Python's readline and many
+    REPLs wait). A process that runs, or reads another pipe (the consumer of ``a | b``), does
+    not count.
+    """
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/syscall", "rb") as fh:
+                raw = fh.read(200).split()
+        except OSError:
+            continue
+        if len(raw) < 2 or not raw[0].isdigit():
+            continue  # "running" or "-1 ..." (not in a syscall)
+        nr = int(raw[0])
+        try:
+            arg0 = int(raw[1], 16)
+        except ValueError:
+            continue
+        if nr in _READS:
+            fd = arg0
+        elif nr in _SELECT_ONLY and arg0 == 1:
+            fd = 0
+        else:
+            continue
+        if (fd == 0 and stdin_target is None) or (stdin_target is not None and fd_target(pid, fd) == stdin_target):
+            return True
+    return False
+
+
+# --- CPU and memory ------------------------------------------------------------------------
+
+
+def usage(pids: list[int]) -> tuple[int, int, int]:
+    """(CPU ticks including reaped children's, RSS bytes, live process count) of `pids`."""
+    ticks = rss = count = 0
+    for pid in pids:
+        fields = proctree.stat_fields(pid)
+        if not fields:
+            continue
+        ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+        if fields[0] not in ("Z", "X"):
+            rss += int(fields[21]) * PAGE_SIZE
+            count += 1
+    return ticks, rss, count
+
+
+def reaped_ticks(pid: int) -> int:
+    """CPU ticks of the children `pid` has reaped (the supervisor reaps the job's root and orphans)."""
+    fields = proctree.stat_fields(pid)
+    return int(fields[13]) + int(fields[14]) if fields else 0
+
+
+class CpuMeter:
+    """CPU % per key (a job) from the delta of its tree's CPU ticks since the previous call.
+
+    A job's total (live processes' ticks plus what their reaped children used, plus what the
+    supervisor reaped) only grows, so the delta is exact even when processes come and go.
+    The first call for a key gives the average since `started_at`; a call less than
+    MIN_INTERVAL after the previous one repeats the previous figure.
+    """
+
+    def __init__(self) -> None:
+        self._prev: dict[str, tuple[float, int, float]] = {}  # key -> (monotonic, ticks, percent)
+
+    def percent(self, key: str, ticks: int, started_at: float) -> float:
+        now = time.monotonic()
+        prev = self._prev.get(key)
+        if prev is None:
+            elapsed = max(time.time() - started_at, 1e-3)
+            value = ticks / CLOCK_TICKS / elapsed * 100
+        elif now - prev[0] < MIN_INTERVAL:
+            return prev[2]
+        else:
+            value = max(0, ticks - prev[1]) / CLOCK_TICKS / (now - prev[0]) * 100
+        value = round(value, 1)
+        self._prev[key] = (now, ticks, value)
+        return value
+
+    def forget(self, keep: set[str]) -> None:
+        for key in self._prev.keys() - keep:
+            del self._prev[key]
+
+
+# --- listening ports -----------------------------------------------------------------------
+
+
+def socket_inodes(pids: list[int]) -> set[str]:
+    """Inodes (as text) of the sockets the processes hold open."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            target = fd_target(pid, int(fd))
+            if target and target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def listening_ports(inodes: set[str]) -> set[int]:
+    """TCP ports (IPv4 and IPv6) in LISTEN state whose socket inode is in `inodes`."""
+    ports: set[int] = set()
+    if not inodes:
+        return ports
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as fh:
+                next(fh, None)
+                for line in fh:
+                    parts = line.split()
+                    if len(parts) > 9 and parts[3] == _LISTEN and parts[9] in inodes:
+                        ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            continue
+    return ports
+
+
+def listens_on(pids: list[int], port: int) -> bool:
+    return port in listening_ports(socket_inodes(pids))
+
+
+# --- a job's figures -----------------------------------------------------------------------
+
+
+def job_tree(supervisor_pid: int | None, root: int | None) -> list[int]:
+    """A running job's processes: everything under its supervisor (a subreaper, so orphans stay
+    there), or the root's tree when the supervisor is gone."""
+    if supervisor_pid:
+        return tree(supervisor_pid, include_root=False)
+    return tree(root) if root and proctree.is_alive(root) else []
+
+
+def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: int | None,
+                running: bool, started_at: float, log_path: str) -> dict:
+    """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count.
+
+    `supervisor_pid` is given only while the supervisor lives; `running`: the job's root has
+    not exited. A finished job whose tree is gone gets zeros and ``quiet_seconds: None``.
+    """
+    pids = job_tree(supervisor_pid, root if running else None)
+    figures = dict(IDLE)
+    if pids:
+        ticks, rss, count = usage(pids)
+        if supervisor_pid:
+            ticks += reaped_ticks(supervisor_pid)
+        figures.update(cpu_percent=meter.percent(key, ticks, started_at), rss_bytes=rss, process_count=count)
+    if running:
+        figures["awaiting_input"] = waiting_for_input(pids, fd_target(root, 0) if root else None)
+        figures["quiet_seconds"] = quiet_seconds(log_path, started_at)
+    return figures
+
+
+def quiet_seconds(log_path: str, started_at: float) -> float:
+    """Seconds since the job last wrote output (the log's mtime; its start if it wrote nothing)."""
+    try:
+        st = os.stat(log_path)
+        last = st.st_mtime if st.st_size else started_at
+    except OSError:
+        last = started_at
+    return round(max(0.0, time.time() - last), 3)
