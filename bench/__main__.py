@@ -17,6 +17,7 @@ BENCHES = [
     ("pty", "b_ingest", "run_pty"),
     ("spawn", "b_spawn", "run"),
     ("wait", "b_wait", "run"),
+    ("poll", "b_poll", "run"),
     ("keys", "b_keys", "run"),
     ("memory", "b_memory", "run"),
     ("dashboard", "b_dashboard", "run"),

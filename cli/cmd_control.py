@@ -16,16 +16,23 @@ from .output import CliError, check, emit, status_line
 WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
 
 
-def _wait_for(reg: Any, session_id: str, timeout: Optional[float], as_json: bool) -> dict[str, Any]:
+def _wait_for(reg: Any, session_id: str, timeout: Optional[float], as_json: bool, until: str = "exit") -> dict[str, Any]:
     """registry.wait in chunks until the job ends or `timeout` (None: for ever) passes."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         step = WAIT_CHUNK if deadline is None else max(0.001, min(WAIT_CHUNK, deadline - time.monotonic()))
-        result: dict[str, Any] = check(reg.wait(session_id, timeout=step), as_json)
+        result: dict[str, Any] = check(reg.wait(session_id, timeout=step, until=until), as_json)
         if result.get("status") != "timeout":
             return result
         if deadline is not None and time.monotonic() >= deadline - 0.001:
             return result
+
+
+def _reason_text(result: dict[str, Any]) -> str:
+    """A `reason:` line when wait returned for an --until condition."""
+    if result.get("reason") in (None, "exited", "interrupted"):
+        return ""
+    return f"\nreason: {result['reason']}" + (f" ({result['matched']!r})" if "matched" in result else "")
 
 
 @app.command("wait")
@@ -40,25 +47,29 @@ def wait_cmd(
         bool,
         typer.Option("--exit-code", help="Exit with the job's own exit status (128+N when killed by signal N)."),
     ] = False,
+    until: Annotated[
+        str, typer.Option("--until", metavar="WHAT", help="exit, input, quiet:SECONDS, output:REGEX or port:N."),
+    ] = "exit",
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Wait for a job to end.
+    """Wait for a job to end, or (--until) to ask for input, go quiet, print a match or listen.
 
-    Exit status: 0 when it has ended (whatever its code; --exit-code passes the job's own
-    status through), 1 on timeout or error, 130 when interrupted with Ctrl-C.
+    Exit status: 0 when it has ended or the --until condition holds (whatever its code;
+    --exit-code passes the job's own status through), 1 on timeout or error, 130 when
+    interrupted with Ctrl-C.
     """
     home, as_json = opts(ctx, home, as_json)
     reg = registry(home)
     if timeout is not None and not timeout > 0:
-        emit(reg.wait(session_id, timeout=timeout), as_json)  # the API's error for a bad timeout
+        emit(reg.wait(session_id, timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
         raise CliError("--timeout must be a positive number of seconds")
-    result = _wait_for(reg, session_id, timeout, as_json)
+    result = _wait_for(reg, session_id, timeout, as_json, until)
     job = JobInfo.from_dict(result, session_id)
     if result.get("status") == "timeout":
         result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
         result["error"] = f"timed out after {timeout:g}s waiting for {job.session_id} (still running)"
-    emit(result, as_json, lambda r: status_line(job), errors=("timeout",))
+    emit(result, as_json, lambda r: status_line(job) + _reason_text(r), errors=("timeout",))
     if result.get("status") == "interrupted":
         raise typer.Exit(130)
     if exit_code:

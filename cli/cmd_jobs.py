@@ -60,6 +60,9 @@ def run_cmd(
         typer.Option("--env", "-e", metavar="KEY=VALUE", help="Add or override an environment variable (repeatable)."),
     ] = None,
     task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Task id to file the job under.")] = None,
+    quiet_after: Annotated[
+        Optional[float], typer.Option("--quiet-after", metavar="S", help="Record a quiet event after S silent seconds.")
+    ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -73,7 +76,8 @@ def run_cmd(
     if not command:
         raise CliError("run needs a command, e.g. hermes-procs run -- make test")
     given = {"cwd": cwd, "name": name, "notify_on_complete": notify or None, "watch_patterns": watch or None,
-             "max_runtime": max_runtime, "rows": rows, "cols": cols, "task_id": task, "env": _env(env)}
+             "max_runtime": max_runtime, "rows": rows, "cols": cols, "task_id": task, "env": _env(env),
+             "quiet_after": quiet_after}
     kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     result = registry(home).spawn(_join_command(command), pty=pty, **kwargs)
     emit(result, as_json, lambda r: str(r["session_id"]))

@@ -3,7 +3,8 @@
     hermes-procs mcp [--home PATH]          # what an MCP client runs
 
 Tools: ``process_start``, ``process_list``, ``process_poll``, ``process_log``, ``process_wait``,
-``process_kill``, ``process_write``, ``process_submit``, ``process_close``. Their arguments are
+``process_kill``, ``process_write``, ``process_submit``, ``process_close``, ``process_screen``,
+``process_search``, ``process_restart``. Their arguments are
 the tool's arguments (typed, described, checked by the SDK against the input schema) and their
 results are the contract dicts, secrets masked: as structured content and as the same JSON in
 a text block. A result whose status is ``error`` or ``not_found`` is flagged ``isError``.
@@ -30,7 +31,8 @@ from .tool import run_action
 __all__ = ["build_server", "serve", "TOOL_NAMES"]
 
 TOOL_NAMES = ("process_start", "process_list", "process_poll", "process_log", "process_wait",
-              "process_kill", "process_write", "process_submit", "process_close")
+              "process_kill", "process_write", "process_submit", "process_close", "process_screen",
+              "process_search", "process_restart")
 
 INSTRUCTIONS = """\
 hermes-procs runs background processes (builds, test runs, servers, installers, REPLs) as durable
@@ -40,7 +42,12 @@ dashboard. Start one with process_start and keep its session_id.
   (process_log); notify_on_complete / watch_patterns record events for event consumers.
 - process_submit sends a line and presses Enter; process_write sends the data exactly, no Enter.
 - Use pty=true for programs that want a terminal (REPLs, interactive prompts).
+- Don't poll in a loop: process_wait with until='input' returns when the job blocks reading its
+  stdin (a prompt: answer it with process_submit); until='port:N' when a server listens,
+  'output:REGEX' on new matching output, 'quiet:SECONDS' when it stops printing. `reason` says why.
 - process_wait is clamped to a maximum (default 180 s; timeout_note says so): call it again.
+- process_screen shows what a pty job's terminal shows now (full-screen programs, REPLs, top).
+- process_search finds a regex in whole logs; process_restart reruns a job as a new one.
 - process_log without offset shows the last lines; page with offset (0 = first line) and limit.
 - process_kill stops the job's whole process tree.
 - Secrets in output are masked as ***."""
@@ -75,7 +82,7 @@ def _result(result: dict) -> CallToolResult:
 
 
 def build_server(home: str | None = None, registry=None) -> MCPServer:
-    """An MCPServer with the nine process tools over ``registry`` (default: one over ``home``)."""
+    """An MCPServer with the process tools over ``registry`` (default: one over ``home``)."""
     if registry is None:
         from .registry import ProcessRegistry
 
@@ -102,13 +109,15 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         max_runtime: Annotated[float | None, Field(description="Kill the job's whole tree after this many "
                                                                "seconds; it then ends 'timed_out'.")] = None,
         env: Annotated[dict[str, str] | None, Field(description="Extra environment variables.")] = None,
+        quiet_after: Annotated[float | None, Field(description="Record a 'quiet' event when the job has "
+                                                               "printed nothing for this many seconds.")] = None,
         task_id: Annotated[str | None, Field(description="Optional task label to group jobs "
                                                          "(process_list can filter by it).")] = None,
     ) -> Result:
         """Start a background job; returns its session_id and pid (status 'running')."""
         return call({"action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
                      "notify_on_complete": notify_on_complete, "watch_patterns": watch_patterns,
-                     "max_runtime": max_runtime, "env": env}, task_id=task_id or None)
+                     "max_runtime": max_runtime, "env": env, "quiet_after": quiet_after}, task_id=task_id or None)
 
     def process_list(
         task_id: Annotated[str | None, Field(description="Only the jobs started with this task_id.")] = None,
@@ -134,10 +143,13 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         session_id: SessionId,
         timeout: Annotated[float | None, Field(description="Seconds to wait at most; clamped to the server's "
                                                            "maximum (default 180).")] = None,
+        until: Annotated[str, Field(description="'exit', 'input' (blocked reading stdin: a prompt), "
+                                                "'quiet:SECONDS', 'output:REGEX' (new output matches) or "
+                                                "'port:N' (listens on TCP port N).")] = "exit",
     ) -> Result:
-        """Block until the job exits ('exited' with exit_code and the last output) or the timeout passes
-        ('timeout'; call again to keep waiting)."""
-        return call({"action": "wait", "session_id": session_id, "timeout": timeout})
+        """Block until the job exits, or until the `until` condition holds, or the timeout passes. `reason`
+        says why: exited, awaiting_input, quiet, matched (with `matched`), port_open, timeout."""
+        return call({"action": "wait", "session_id": session_id, "timeout": timeout, "until": until})
 
     def process_kill(
         session_id: SessionId,
@@ -166,11 +178,35 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         """Close the job's stdin (EOF; Ctrl-D for a pty job)."""
         return call({"action": "close", "session_id": session_id})
 
+    def process_screen(session_id: SessionId) -> Result:
+        """The terminal screen of a pty job as text: rows, cols, lines, cursor [row, col], alternate_screen.
+        For full-screen programs (installers, REPLs, top, vim) whose log is mostly escape codes."""
+        return call({"action": "screen", "session_id": session_id})
+
+    def process_search(
+        pattern: Annotated[str, Field(description="A regular expression (Python syntax) matched against each "
+                                                  "log line.")],
+        session_id: Annotated[str | None, Field(description="The job to search; omit to search every job "
+                                                            "(of task_id, when given).")] = None,
+        context: Annotated[int, Field(ge=0, description="Lines shown before and after each match.")] = 2,
+        limit: Annotated[int, Field(ge=1, description="How many matches to return (total counts all).")] = 50,
+        task_id: Annotated[str | None, Field(description="Without session_id: only this task's jobs.")] = None,
+    ) -> Result:
+        """Search whole job logs: {"matches": [{session_id, line_no, line, before, after}], "total"}; line_no
+        is the offset to pass to process_log."""
+        return call({"action": "search", "session_id": _coerce_id(session_id), "pattern": pattern,
+                     "context": context, "limit": limit, "all": not task_id}, task_id=task_id or None)
+
+    def process_restart(session_id: SessionId) -> Result:
+        """Run a job's command again (same cwd, env, pty and options) as a new job whose rerun_of is the old
+        id; a job still running is killed first. The old job keeps its log."""
+        return call({"action": "restart", "session_id": session_id})
+
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     for fn in (process_start, process_list, process_poll, process_log, process_wait, process_kill,
-               process_write, process_submit, process_close):
+               process_write, process_submit, process_close, process_screen, process_search, process_restart):
         annotations = read_only if fn.__name__ in ("process_list", "process_poll", "process_log",
-                                                    "process_wait") else None
+                                                    "process_wait", "process_screen", "process_search") else None
         server.add_tool(fn, name=fn.__name__, annotations=annotations)
     return server
 

@@ -28,6 +28,8 @@ from .jobstate import CorruptJob, Job, load
 from .model import Signal
 from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, open_nofollow, resolve_home,
                     resolve_id, write_json_atomic, write_text_atomic)
+from .screen import render as render_screen
+from .search import compile_pattern, search_log
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
@@ -140,12 +142,14 @@ class ProcessRegistry:
     @_safe
     def spawn(self, command: str, *, cwd=None, env=None, pty: bool = False, name=None, task_id: str = "",
               session_key: str = "", notify_on_complete: bool = False, watch_patterns=None,
-              rows: int = 30, cols: int = 120, max_runtime=None) -> dict:
-        """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument).
+              rows: int = 30, cols: int = 120, max_runtime=None, quiet_after=None, rerun_of=None) -> dict:
+        """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument;
+        `quiet_after`: emit quiet events; `rerun_of`: set by restart).
 
         Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime)
+        meta.update(_rerun_meta(env, quiet_after, rerun_of))
         jobdir = self.jobs_dir / meta["session_id"]
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
                 meta["cwd"], "--", *meta["shell"], command]
@@ -278,7 +282,7 @@ class ProcessRegistry:
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
                   "output_preview": self._tail_text(job, preview_chars),
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", ""),
-                  **self._figures(job)}
+                  "rerun_of": job.meta.get("rerun_of"), **self._figures(job)}
         if not job.running:
             result.update(_outcome_fields(job))
         elif job.unsupervised:
@@ -324,7 +328,7 @@ class ProcessRegistry:
                 continue
             if session_key is not None and row.get("session_key", "") != session_key:
                 continue
-            rows.append({**stats.IDLE, **row})  # index rows written before these fields existed
+            rows.append({**stats.IDLE, "rerun_of": None, **row})  # index rows written before these fields
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
@@ -466,6 +470,69 @@ class ProcessRegistry:
 
     def _tail_text(self, job: Job, chars: int) -> str:
         return text.last_chars(logstore.tail_bytes(job.dir, chars * 4 + 4096), chars)
+
+    # ---- what the human sees: screen, search, restart ----------------------------------
+    @_safe
+    def screen(self, session_id) -> dict:
+        """A PTY job's terminal screen as text (core/screen.py)."""
+        job = self._job(session_id)
+        if not job.meta.get("pty"):
+            raise BadInput(f"{job.session_id} runs on pipes, not in a terminal: screen needs a job started "
+                           "with pty=True (read this one with read_log or search)")
+        try:
+            shown = render_screen(job.dir, job.meta, job.pid if job.running else None)
+        except ImportError:
+            raise BadInput("screen needs the bittty package: pip install bittty") from None
+        return {"status": job.status, "session_id": job.session_id, **shown}
+
+    @_safe
+    def search(self, session_id=None, pattern=None, context: int = 2, limit: int = 50, task_id=None) -> dict:
+        """Regex over the whole retained log of one job, or of every job (of `task_id`) when
+        `session_id` is None (core/search.py)."""
+        try:
+            regex = compile_pattern(pattern)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+        if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 100:
+            raise BadInput(f"context must be a whole number of lines from 0 to 100, not {context!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise BadInput(f"limit must be a whole number from 1 to 10000, not {limit!r}")
+        if session_id in (None, ""):
+            rows = self.list(task_id=task_id or None)
+            if isinstance(rows, dict):
+                return rows
+            ids = [row["session_id"] for row in rows]
+        else:
+            ids = [resolve_id(self.jobs_dir, session_id)]
+        matches: list[dict] = []
+        total = 0
+        for sid in ids:
+            found: list[dict] = []
+            total += search_log(self.jobs_dir / sid, regex, context, limit - len(matches), found)
+            matches += [{"session_id": sid, **match} for match in found]
+        result = {"status": "ok", "pattern": pattern, "matches": matches, "total": total}
+        if session_id not in (None, ""):
+            result["session_id"] = ids[0]
+        return result
+
+    @_safe
+    def restart(self, session_id) -> dict:
+        """The same command, cwd, env, PTY and options again as a new job with `rerun_of` set;
+        the old job (killed first if it still runs) keeps its log."""
+        job = self._job(session_id)
+        if job.running or job.leftover_pids():
+            killed = self.kill(job.session_id)
+            if killed.get("status") == "error":
+                return {"status": "error", "session_id": job.session_id,
+                        "error": f"could not stop {job.session_id} to restart it: {killed.get('error')}"}
+        meta = job.meta
+        return self.spawn(meta["command"], cwd=meta.get("cwd"), env=meta.get("env"), pty=bool(meta.get("pty")),
+                          name=meta.get("name") or None, task_id=meta.get("task_id", ""),
+                          session_key=meta.get("session_key", ""),
+                          notify_on_complete=bool(meta.get("notify_on_complete")),
+                          watch_patterns=meta.get("watch_patterns") or None, rows=meta.get("rows", 30),
+                          cols=meta.get("cols", 120), max_runtime=meta.get("max_runtime"),
+                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id)
 
     # ---- live operations ---------------------------------------------------------------
     def _live(self, job: Job, message: dict, timeout: float | None = 10.0) -> dict:
@@ -690,6 +757,14 @@ def _pruned_left(stamp: Path) -> int:
     except OSError:
         return 0
     return int(text) if text.isdigit() else 0
+
+
+def _rerun_meta(env, quiet_after, rerun_of) -> dict:
+    """Meta that restart() and the supervisor's quiet event need: the env given at spawn (the
+    rest of the environment is the caller's, as at the first start), quiet_after, rerun_of."""
+    return {"env": {k: str(v) for k, v in (env or {}).items()},
+            "quiet_after": None if quiet_after is None else seconds(quiet_after, "quiet_after"),
+            "rerun_of": str(rerun_of) if rerun_of else None}
 
 
 def _outcome_fields(job: Job) -> dict:

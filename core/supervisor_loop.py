@@ -23,6 +23,7 @@ from supervisor_kill import Killer
 from supervisor_output import OutputLog, unlink_quietly
 from supervisor_stdin import StdinQueue
 from supervisor_watch import Watcher
+from idle_events import IdleWatch
 
 RETRY_WRITES = (0.2, 5.0)  # retry a failed exit.json / logstate.json / events write (doubling)
 MAX_PENDING_EVENTS = 1000
@@ -64,6 +65,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self._init_watch()
         self.deadline = self._deadline(self.meta.get("max_runtime"))
         self.sel = selectors.DefaultSelector()
+        self.idle = IdleWatch(self)  # awaiting_input and quiet events (core/idle_events.py)
 
     def _deadline(self, max_runtime) -> float | None:
         if max_runtime is None:
@@ -149,6 +151,9 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         for at in (self.retry_at, self.accept_paused_until):
             if at is not None:
                 timeout = min(timeout, max(0.0, at - now))
+        idle = self.idle.timeout()  # awaiting_input and quiet events (core/idle_events.py)
+        if idle is not None:
+            timeout = min(timeout, idle)
         for key, mask in self.sel.select(timeout):
             tag = key.data
             if tag == "output":
@@ -165,6 +170,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
             else:
                 self._on_client(tag, mask)
         self._timers()
+        self.idle.check()
 
     def _timers(self) -> None:
         now = time.monotonic()

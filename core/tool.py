@@ -29,23 +29,36 @@ from .redact import redact_obj
 
 __all__ = ["PROCESS_TOOL_SCHEMA", "ACTIONS", "handle_process", "run_action", "default_registry"]
 
-ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close")
+ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search", "restart")
 
 _DESCRIPTION = (
     "Run and control background processes (builds, test runs, dev servers, installers, REPLs) "
     "that keep running between your turns and that the user can watch in the hermes-procs "
     "dashboard.\n"
-    "Actions: start (run `command`; returns session_id), list, poll (status + recent output), "
-    "log (output lines), wait (block until exit or timeout), kill, write, submit, close "
-    "(send EOF to stdin).\n"
+    "Actions: start (run `command`; returns session_id), list, poll (status, recent output, "
+    "awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count), log (output lines), "
+    "wait (block until exit, or until=input / quiet:SECONDS / output:REGEX / port:N), kill, "
+    "write, submit, close (send EOF to stdin), screen (a pty job's terminal screen as text), "
+    "search (regex over whole logs), restart (run a job's command again as a new job).\n"
     "Know this:\n"
     "- A started job runs silently: you hear nothing about it unless you set "
     "notify_on_complete=true (an event when it exits) or watch_patterns (an event when a line "
     "contains one of the strings), or you poll/wait yourself.\n"
     "- submit sends `data` and presses Enter; write sends `data` exactly, with no Enter.\n"
     "- Use pty=true for programs that need a terminal (REPLs, prompts that read from a tty).\n"
+    "- Don't poll in a loop: after starting an installer or anything that may ask a question, "
+    "wait with until='input' (returns with reason 'awaiting_input' when it blocks reading its "
+    "stdin, output ends with the question), then submit the answer. A server: until='port:8000'. "
+    "A build's milestone: until='output:REGEX'. Something that may hang: until='quiet:30'. "
+    "The result's reason says what happened (exited, awaiting_input, quiet, matched, "
+    "port_open, timeout).\n"
     "- wait is clamped to a maximum (default 180 s; the result says so in timeout_note): call "
     "it again to keep waiting.\n"
+    "- For full-screen programs in a pty (top, vim, curses installers, REPLs) the log is a "
+    "soup of escape codes: use screen to see what the terminal shows now.\n"
+    "- search finds a regex in a job's whole log (or every job's, without session_id) with "
+    "line numbers usable as log offset; restart reruns a job with the same command, cwd, env "
+    "and options (killing it first if it runs).\n"
     "- log without offset shows the last `limit` lines (default 200); page through a long log "
     "with offset (0 = first line) and limit; total_lines tells you how far there is to go.\n"
     "- kill stops the whole process tree (children and grandchildren too), not just the shell.\n"
@@ -62,7 +75,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "enum": list(ACTIONS),
                 "description": "What to do. start needs command; write needs session_id and data; "
-                "poll, log, wait, kill, submit, close need session_id; list needs nothing.",
+                "search needs pattern; poll, log, wait, kill, submit, close, screen, restart need "
+                "session_id; list needs nothing.",
             },
             "command": {
                 "type": "string",
@@ -90,6 +104,11 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "description": "start: kill the job's whole tree after this many seconds "
                 "(it ends with completion_reason 'timed_out').",
             },
+            "quiet_after": {
+                "type": "number",
+                "description": "start: record a 'quiet' event when the job has printed nothing for "
+                "this many seconds (once per quiet stretch).",
+            },
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
@@ -109,6 +128,21 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "number",
                 "description": "wait: seconds to wait at most (clamped to the server maximum, default 180).",
             },
+            "until": {
+                "type": "string",
+                "description": "wait: what to wait for: 'exit' (default), 'input' (the job blocks "
+                "reading its stdin: a prompt), 'quiet:SECONDS' (no output for that long), "
+                "'output:REGEX' (new output matches), 'port:N' (the job listens on TCP port N).",
+            },
+            "pattern": {
+                "type": "string",
+                "description": "search: a regular expression (Python syntax) matched against each log line.",
+            },
+            "context": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "search: lines shown before and after each match (default 2).",
+            },
             "offset": {
                 "type": "integer",
                 "minimum": 0,
@@ -117,7 +151,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
             "limit": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "log: how many lines to show (default 200).",
+                "description": "log: how many lines to show (default 200). search: how many matches "
+                "to return (default 50; total counts them all).",
             },
             "grace": {
                 "type": "number",
@@ -126,7 +161,7 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
             },
             "all": {
                 "type": "boolean",
-                "description": "list: show every job, not only the ones of the current task.",
+                "description": "list, search: every job, not only the ones of the current task.",
             },
         },
         "required": ["action"],
@@ -272,10 +307,19 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
             "env": _get(args, "env", dict),
             "task_id": task_id or "",
         }
+        if args.get("quiet_after") is not None:
+            kwargs["quiet_after"] = args["quiet_after"]  # validated by the registry (error dict)
         max_runtime = args.get("max_runtime")
         if max_runtime is not None:
             kwargs["max_runtime"] = max_runtime  # validated by the registry (error dict)
         return _as_dict(reg.spawn(command, **kwargs))
+
+    if action == "search":
+        pattern = _get(args, "pattern", str, required=True)
+        scope = None if _get(args, "all", bool, default=False) else task_id
+        one = _session_id(args) if args.get("session_id") not in (None, "") else None
+        return _as_dict(reg.search(one, pattern, context=_get(args, "context", int, default=2),
+                                   limit=_get(args, "limit", int, default=50), task_id=scope))
 
     if action == "list":
         show_all = _get(args, "all", bool, default=False)
@@ -292,7 +336,8 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
         limit = _get(args, "limit", int, default=200)
         return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
     if action == "wait":
-        return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float)))
+        return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float),
+                                 until=_get(args, "until", str, default="exit")))
     if action == "kill":
         return _as_dict(reg.kill(session_id, grace=_get(args, "grace", float)))
     if action == "write":
@@ -303,6 +348,10 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
         return _as_dict(reg.submit(session_id, data))
     if action == "close":
         return _as_dict(reg.close_stdin(session_id))
+    if action == "screen":
+        return _as_dict(reg.screen(session_id))
+    if action == "restart":
+        return _as_dict(reg.restart(session_id))
     raise _ArgError(f"unknown action {action!r}; valid actions: {valid}")  # pragma: no cover
 
 

@@ -6,7 +6,8 @@ would make:
 
 1. starts a build in the background with notify_on_complete, so it is told when it ends;
 2. starts an installer in a terminal (pty) that stops at a question, "Proceed? [y/N]";
-3. watches the installer's output until the question shows up and answers it with `submit`
+3. waits until the installer blocks on its question (`wait` with until="input": no polling
+   loop), reads the question off its terminal screen (`screen`) and answers it with `submit`
    (which types the answer and presses Enter; `write` would not press Enter);
 4. waits for both jobs (wait is clamped to a maximum; on "timeout" it simply waits again);
 5. reads the build log, paging with offset/limit, and prints what it did;
@@ -91,9 +92,13 @@ def _summary(result: dict) -> str:
         return f"{len(result['processes'])} job(s): " + ", ".join(
             f"{p.get('name') or p['session_id']}={p['status']}" for p in result["processes"])
     parts = [str(status)]
-    for key in ("session_id", "pid", "exit_code", "completion_reason", "bytes_written", "total_lines", "error"):
+    for key in ("session_id", "pid", "reason", "exit_code", "completion_reason", "bytes_written", "total_lines",
+                "error"):
         if key in result and result[key] is not None:
             parts.append(f"{key}={result[key]}")
+    if "lines" in result:  # a screen
+        shown = [line for line in result["lines"] if line.strip()]
+        return f"{status} screen {result['rows']}x{result['cols']}, last line: {shown[-1] if shown else ''!r}"
     text = result.get("output") or result.get("output_preview")
     if text:
         last = text.strip().splitlines()[-1] if text.strip() else ""
@@ -117,19 +122,15 @@ def run(home: str | None, quiet: bool = False) -> int:
         print("could not start the jobs", file=sys.stderr)
         return 1
 
-    # 3. look at the installer until it asks, then answer (submit = type + Enter)
+    # 3. wait until the installer blocks on its question, read its screen, answer (submit = type + Enter)
     answered = False
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        polled = agent.process(action="poll", session_id=installer["session_id"])
-        if "Proceed? [y/N]" in polled.get("output_preview", ""):
-            agent.say("  (the installer is asking 'Proceed? [y/N]'; answering y)")
+    asked = agent.process(action="wait", session_id=installer["session_id"], until="input", timeout=15)
+    if asked.get("reason") == "awaiting_input":
+        screen = agent.process(action="screen", session_id=installer["session_id"])
+        if any("Proceed? [y/N]" in line for line in screen.get("lines", [])):
+            agent.say("  (the installer's screen shows 'Proceed? [y/N]'; answering y)")
             agent.process(action="submit", session_id=installer["session_id"], data="y")
             answered = True
-            break
-        if polled["status"] != "running":
-            break
-        time.sleep(0.2)
 
     # 4. wait for both; wait returns early when the job exits
     installed = agent.wait_for_exit(installer["session_id"])
@@ -155,7 +156,8 @@ def run(home: str | None, quiet: bool = False) -> int:
     agent.say("What the agent did:")
     agent.say(f"- started the build {build['session_id']} (notify_on_complete) -> exit {built.get('exit_code')}, "
               f"{'BUILD OK' if 'BUILD OK' in built.get('output', '') else 'no BUILD OK'}")
-    agent.say(f"- started the installer {installer['session_id']} in a pty, saw 'Proceed? [y/N]', "
+    agent.say(f"- started the installer {installer['session_id']} in a pty, waited for it to ask, saw "
+              "'Proceed? [y/N]' on its screen, "
               f"{'answered y' if answered else 'never saw the question'} -> exit {installed.get('exit_code')}")
     agent.say(f"- read the build log: first lines {first.get('output', '').splitlines()}")
     agent.say("RESULT: " + ("ok" if ok else "FAILED"))

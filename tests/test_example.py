@@ -19,6 +19,8 @@ def test_agent_loop_example(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "RESULT: ok" in out.stdout
     assert "answering y" in out.stdout and '"action": "submit"' in out.stdout
+    assert '"until": "input"' in out.stdout and "awaiting_input" in out.stdout and '"action": "screen"' in out.stdout
+    assert '"action": "poll"' not in out.stdout  # no polling loop
     assert "host> event completion" in out.stdout and "host> event watch_match" in out.stdout
     assert elapsed < 20
     # the jobs are ordinary durable jobs in that home: what the dashboard shows

@@ -23,9 +23,11 @@ def test_schema_shape():
     params = PROCESS_TOOL_SCHEMA["parameters"]
     assert params["type"] == "object" and params["required"] == ["action"]
     assert params["properties"]["action"]["enum"] == list(ACTIONS)
-    assert set(ACTIONS) == {"start", "list", "poll", "log", "wait", "kill", "write", "submit", "close"}
+    assert set(ACTIONS) == {"start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen",
+                            "search", "restart"}
     for name in ("command", "pty", "cwd", "name", "notify_on_complete", "watch_patterns", "session_id", "data",
-                 "timeout", "offset", "limit", "max_runtime", "all", "grace", "env"):
+                 "timeout", "offset", "limit", "max_runtime", "all", "grace", "env", "until", "pattern", "context",
+                 "quiet_after"):
         assert name in params["properties"], name
         assert params["properties"][name].get("description")
     desc = PROCESS_TOOL_SCHEMA["description"]

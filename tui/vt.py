@@ -4,8 +4,8 @@ The pane talks only to :class:`VTEngine`; the emulator behind it is bittty (chos
 pyte, see docs/terminal.md for the numbers). The interface:
 
 - ``feed(data: bytes)``: output of the job. Huge chunks are never pushed through the
-  emulator whole: only the last screenful is fed (see :func:`safe_tail`), after replaying
-  the terminal modes the skipped part changed.
+  emulator whole: only the last screenfuls are fed, after replaying the terminal modes the
+  skipped part changed (``hermes_procs.core.screen.prepare``, shared with ``screen(id)``).
 - ``resize(rows, cols)``
 - ``take_dirty() -> set[int]``: rows changed since the last call.
 - ``cursor -> (x, y, visible)``
@@ -19,7 +19,6 @@ worker thread as long as one thread at a time calls it (the pane keeps it on the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,26 +30,11 @@ from textual.strip import Strip
 from bittty import Board
 from bittty.style import Style as BStyle
 
+from hermes_procs.core.screen import ReplySink, prepare, replay_modes, safe_tail, scan_modes
+
+__all__ = ["ENGINE_NAME", "Modes", "VTEngine", "safe_tail", "scan_modes"]
+
 ENGINE_NAME = "bittty"
-
-# A chunk larger than this many screenfuls is cut to its tail before parsing.
-SKIP_SCREENFULS = 8
-# How far back to look for the tail: this many screenfuls of cells, within the bounds below.
-# Cursor-addressed output (a full-screen program redrawing) has few newlines: then the cut
-# is the first ESC or newline after the window start, so a window costs at most ~15 ms.
-TAIL_SCREENFULS = 8
-MIN_SKIP_BYTES = 64 * 1024
-MAX_TAIL_BYTES = 512 * 1024
-# Cursor-addressed output: cut at a cursor move within this many bytes of the end first.
-CUP_WINDOW_MIN = 16 * 1024
-CUP_WINDOW_SCREENFULS = 4
-
-# DEC private modes the pane cares about; replayed when a chunk is skipped.
-_PRIVATE_MODE_RE = re.compile(rb"\x1b\[\?([0-9;]+)([hl])")
-_TRACKED_MODES = {1, 25, 47, 1047, 1049, 2004, 1000, 1002, 1003, 1006}
-_KEYPAD_RE = re.compile(rb"\x1b([=>])")
-_CUP_RE = re.compile(rb"\x1b\[[0-9;]*[Hf]")
-_RESET_ATTRS = b"\x1b[0m"
 
 
 @dataclass(frozen=True)
@@ -63,91 +47,6 @@ class Modes:
     app_keypad: bool = False  # DECKPAM (ESC =)
     cursor_visible: bool = True  # ?25
     mouse: bool = False  # the program asked for mouse reports (?9/1000/1002/1003)
-
-
-def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
-    """Return ``(cut, tail)``: where a big chunk may be cut so the tail still rebuilds the
-    last screen. The cut is just after a newline, with at least ``rows`` newlines after it
-    (so line-oriented output renders exactly as if fed whole), and never more than
-    ``MAX_TAIL_BYTES`` back. ``cut == 0`` means feed everything."""
-    cells = rows * max(cols, 1)
-    limit = max(MIN_SKIP_BYTES, cells * SKIP_SCREENFULS)
-    if len(data) <= limit:
-        return 0, data
-    window = min(MAX_TAIL_BYTES, max(MIN_SKIP_BYTES, cells * TAIL_SCREENFULS))
-    floor = max(0, len(data) - window)
-    pos = len(data)
-    found = 0
-    while found <= rows:
-        nl = data.rfind(b"\n", floor, pos)
-        if nl < 0:
-            break
-        found += 1
-        pos = nl
-    if found <= rows:
-        # Not enough lines in the window (cursor-addressed output): cut just before the
-        # first absolute cursor move after the window start; else just after the first
-        # newline or just before the first ESC (never inside a control sequence).
-        # About two frames of a full-screen program are enough: try a short window first.
-        short = max(floor, len(data) - max(CUP_WINDOW_MIN, cells * CUP_WINDOW_SCREENFULS))
-        m = _CUP_RE.search(data, short) or _CUP_RE.search(data, floor, short + 16)
-        if m is not None:
-            cut = m.start()  # a cursor move: what follows does not depend on where it was
-        else:
-            nl = data.find(b"\n", floor)
-            esc = data.find(b"\x1b", floor)
-            cands = [c for c in (nl + 1 if nl >= 0 else -1, esc) if c >= 0]
-            cut = min(cands) if cands else floor
-    else:
-        cut = pos + 1
-    # Never cut inside a UTF-8 sequence (only possible when no newline was found).
-    while cut < len(data) and (data[cut] & 0xC0) == 0x80:
-        cut += 1
-    return cut, data[cut:]
-
-
-_ALT_MODES = (47, 1047, 1049)
-
-
-def scan_modes(skipped: bytes, into: dict | None = None) -> dict:
-    """The DEC private modes (and keypad mode, key ``"keypad"``) that ``skipped`` left set,
-    in order of their last change: ``{1049: True, 1: False, "keypad": b"=", ...}``. Pass
-    ``into`` to accumulate over several skipped pieces."""
-    last: dict = {} if into is None else into
-    for m in _PRIVATE_MODE_RE.finditer(skipped):
-        on = m.group(2) == b"h"
-        for p in m.group(1).split(b";"):
-            if p.isdigit() and int(p) in _TRACKED_MODES:
-                n = int(p)
-                last.pop(n, None)  # keep the order of the last change
-                last[n] = on
-    for m in _KEYPAD_RE.finditer(skipped):
-        last.pop("keypad", None)
-        last["keypad"] = m.group(1)
-    return last
-
-
-def _mode_replay(skipped: bytes) -> bytes:
-    """The modes ``skipped`` left set, as bytes (alternate screen included as is)."""
-    return _replay_bytes(scan_modes(skipped), in_alt=None)
-
-
-def _replay_bytes(modes: dict, in_alt: bool | None) -> bytes:
-    """Bytes that put an engine in ``modes``. Alternate-screen switches are only emitted
-    when they change the engine's state (``in_alt``): entering it again would clear it."""
-    out = []
-    alt_wanted = None
-    for n, on in modes.items():
-        if n in _ALT_MODES:
-            alt_wanted = (n, on)
-            continue
-        if n == "keypad":
-            out.append(b"\x1b" + on)
-        else:
-            out.append(b"\x1b[?%d%s" % (n, b"h" if on else b"l"))
-    if alt_wanted is not None and (in_alt is None or alt_wanted[1] != in_alt):
-        out.insert(0, b"\x1b[?%d%s" % (alt_wanted[0], b"h" if alt_wanted[1] else b"l"))
-    return b"".join(out)
 
 
 def _rich_color(c) -> RichColor | None:
@@ -181,33 +80,6 @@ _CURSOR_STYLE = RichStyle(reverse=True)
 _SAFE = {i: "\ufffd" for i in [*range(0x20), *range(0x7F, 0xA0)]}
 
 
-class _ReplySink:
-    """A bittty host connection that only collects the emulator's replies (DA, DSR...)."""
-
-    closed = False
-
-    def __init__(self) -> None:
-        self.pending = bytearray()
-        self.enabled = True
-
-    def write(self, data):
-        if self.enabled:
-            self.pending += data.encode("utf-8", "replace") if isinstance(data, str) else data
-        return len(data)
-
-    def write_bytes(self, data):
-        return self.write(data)
-
-    def flush(self):
-        pass
-
-    def resize(self, rows, cols):  # the pane resizes the job itself
-        pass
-
-    def configure_line(self, line):
-        pass
-
-
 class VTEngine:
     """Screen state of one terminal: feed bytes, read rows."""
 
@@ -215,7 +87,7 @@ class VTEngine:
         self.rows = max(1, rows)
         self.cols = max(1, cols)
         self._board = Board(width=self.cols, height=self.rows)
-        self._replies = _ReplySink()
+        self._replies = ReplySink()
         self._board.host.attach(self._replies)
         self._seen = self._board.blitter.current_page.observe()
         self._page = self._board.blitter.current_page
@@ -230,11 +102,9 @@ class VTEngine:
         when replaying old output from the log: the job asked those long ago)."""
         if not data:
             return
-        cut, tail = safe_tail(data, self.rows, self.cols)
+        cut, tail = prepare(data, self.rows, self.cols, self.modes.alt_screen)
         if cut:
             self.bytes_skipped += cut
-            # Reset attributes and replay modes the skipped part set, then the tail.
-            tail = _RESET_ATTRS + _replay_bytes(scan_modes(data[:cut]), self.modes.alt_screen) + tail
             self._all_dirty = True
         self._replies.enabled = replies
         try:
@@ -246,7 +116,7 @@ class VTEngine:
     def skip(self, modes: dict) -> None:
         """Account for output that was dropped before reaching the engine (the caller kept
         only a tail): reset attributes and apply the modes it set (see :func:`scan_modes`)."""
-        self._board.feed_host_data(_RESET_ATTRS + _replay_bytes(modes, self.modes.alt_screen))
+        self._board.feed_host_data(replay_modes(modes, self.modes.alt_screen))
         self._all_dirty = True
 
     def take_replies(self) -> bytes:
@@ -266,7 +136,7 @@ class VTEngine:
     def reset(self) -> None:
         """Forget everything (a fresh screen)."""
         self._board = Board(width=self.cols, height=self.rows)
-        self._replies = _ReplySink()
+        self._replies = ReplySink()
         self._board.host.attach(self._replies)
         self._page = self._board.blitter.current_page
         self._seen = self._page.observe()

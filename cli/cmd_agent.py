@@ -1,0 +1,65 @@
+"""Commands that show what the dashboard shows: screen, search, restart."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .app import app
+from .options import HomeOpt, IdArg, JsonOpt, opts, registry
+from .output import CliError, emit
+
+
+def _screen_text(result: dict[str, Any]) -> str:
+    lines = list(result["lines"])
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+@app.command("screen")
+def screen_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Print what a PTY job's terminal shows now (its screen as text)."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).screen(session_id), as_json, _screen_text)
+
+
+def _matches_text(result: dict[str, Any], many: bool, context: int) -> str:
+    out = []
+    for match in result["matches"]:
+        where = f"{match['session_id']}:" if many else ""
+        first = match["line_no"] - len(match["before"])
+        for i, line in enumerate([*match["before"], match["line"], *match["after"]]):
+            out.append(f"{where}{first + i}{':' if first + i == match['line_no'] else '-'}{line}")
+        if context:
+            out.append("--")
+    if result["total"] > len(result["matches"]):
+        out.append(f"({result['total']} matches, {len(result['matches'])} shown; --limit shows more)")
+    return "\n".join(out)
+
+
+@app.command("search")
+def search_cmd(
+    ctx: typer.Context,
+    words: Annotated[list[str], typer.Argument(metavar="[ID] PATTERN", help="A job (optional) and a regex.")],
+    context: Annotated[int, typer.Option("--context", "-C", metavar="N", help="Lines around each match.")] = 2,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Matches shown at most.")] = 50,
+    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Without ID: only this task's jobs.")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search a job's whole log (or every job's, without ID) for a regular expression."""
+    home, as_json = opts(ctx, home, as_json)
+    if len(words) > 2:
+        raise CliError("search takes [ID] PATTERN (quote a pattern with spaces)")
+    session_id, pattern = (None, words[0]) if len(words) == 1 else words
+    result = registry(home).search(session_id, pattern, context=context, limit=limit, task_id=task)
+    emit(result, as_json, lambda r: _matches_text(r, session_id is None, context))
+
+
+@app.command("restart")
+def restart_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Run a job's command again as a new job (killing it first if it runs); print the new id."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).restart(session_id), as_json, lambda r: str(r["session_id"]))
