@@ -626,6 +626,19 @@ class ProcessRegistry:
         reply = self._live(job, {"op": "signal", "signal": name})
         return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
 
+    @_safe
+    def set_watch_patterns(self, session_id, patterns) -> dict:
+        """Replace a running job's watch_patterns from now on (output already scanned stays)."""
+        if not (isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns)):
+            raise BadInput("watch_patterns must be a list of non-empty strings")
+        job = self._job(session_id)
+        if not job.running:
+            return self._already_exited(job)
+        reply = self._live(job, {"op": "watch", "patterns": patterns})
+        if reply.get("ok"):
+            return {"status": "ok", "session_id": job.session_id, "watch_patterns": reply["patterns"]}
+        return self._live_error(job, reply)
+
     def stream(self, session_id, input: bool = False, source: str = "human") -> protocol.Stream:
         """A live attach from the current end of the output (`stream.offset`); older output is in
         the log files. Raises IdError or protocol.SupervisorGone (unlike the dict-returning methods)."""

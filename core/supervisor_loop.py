@@ -326,6 +326,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
                 self._reply(client, {"ok": True, "exit": self.exit})
             else:
                 self.waiters.append(client)
+        elif op == wire.WATCH:
+            self._set_watch(client, req.get("patterns"))
         elif op == wire.ATTACH:
             client.input = bool(req.get("input"))
             client.source = str(req.get("source", "human"))

@@ -7,6 +7,7 @@ A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib o
 import time
 
 import bounds
+from supervisor_output import LOG
 
 WATCH_INTERVAL = 15.0
 WATCH_MAX = 8
@@ -23,16 +24,46 @@ class Watcher:
         self.watch_suppressed = 0
 
     def _scan_watch(self, data: bytes) -> None:
-        lines = (self.watch_partial + data).split(b"\n")
-        self.watch_partial = lines.pop()[-MAX_LINE:]
-        for raw in lines:
+        """Match each line once, as soon as it matches: a prompt with no newline yet
+        (``Proceed? [y/N] ``) matches while it waits; the rest of that line is not scanned again."""
+
+        def matched(raw: bytes) -> bool:
             line = _plain(raw)
-            for pattern in self.watch:
-                if pattern in line:
-                    self._watch_hit(pattern, line)
-                    break
-            if not self.watch:
-                return
+            pattern = next((p for p in self.watch if p in line), None)
+            if pattern is not None:
+                self._watch_hit(pattern, line)
+            return pattern is not None
+
+        lines = (self.watch_partial + data).split(b"\n")
+        partial = lines.pop()
+        reported = getattr(self, "watch_partial_hit", False)  # the line being built already matched
+        for raw in lines:
+            if not reported and self.watch:
+                matched(raw)
+            reported = False
+        self.watch_partial = partial[-MAX_LINE:]
+        if partial and not reported and self.watch:
+            reported = matched(partial)
+        self.watch_partial_hit = reported
+
+    def _set_watch(self, client, patterns) -> None:
+        """The watch op: new patterns from now on; a prompt already waiting (no newline) matches now."""
+        if not isinstance(patterns, list):
+            return self._reply(client, {"ok": False, "error": "patterns must be a list of strings"})
+        self.watch = [p for p in patterns if isinstance(p, str) and p]
+        self._reply(client, {"ok": True, "patterns": self.watch})
+        if self.watch and self.exit is None:
+            self.watch_partial, self.watch_partial_hit = self._log_last_line(), False
+            self._scan_watch(b"")
+
+    def _log_last_line(self) -> bytes:
+        """The output after the last newline (at most MAX_LINE bytes of the current log segment)."""
+        try:
+            with open(LOG, "rb") as fh:
+                fh.seek(max(0, self.log_size - MAX_LINE))
+                return fh.read().rpartition(b"\n")[2]
+        except OSError:
+            return b""
 
     def _watch_hit(self, pattern: str, line: str) -> None:
         now = time.monotonic()

@@ -16,7 +16,8 @@ SIGNAL = "signal"
 KILL = "kill"
 WAIT = "wait"
 ATTACH = "attach"
-OPS = (STATUS, WRITE, CLOSE_STDIN, RESIZE, SIGNAL, KILL, WAIT, ATTACH)
+WATCH = "watch"  # replace a running job's watch patterns (ProcessRegistry.set_watch_patterns)
+OPS = (STATUS, WRITE, CLOSE_STDIN, RESIZE, SIGNAL, KILL, WAIT, ATTACH, WATCH)
 
 # reply keys beyond "ok", "error" and "v", per op
 REPLY_KEYS = {
@@ -28,6 +29,7 @@ REPLY_KEYS = {
     KILL: ("survivors", "exit"),
     WAIT: ("exit",),
     ATTACH: ("offset", "pty"),
+    WATCH: ("patterns",),
 }
 ERROR_KEYS = ("error", "exited", "busy")  # "exited": the job has ended; "busy": too many clients
 
