@@ -17,6 +17,17 @@ def home(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def hermes(home):
+    """A Hermes adapter (core/compat.py) over the temporary home; kills its jobs afterwards."""
+    from hermes_procs.core.compat import HermesProcessRegistry
+
+    reg = HermesProcessRegistry(home=home)
+    yield reg
+    reg.kill_all(grace=0.2, source="process.kill")
+    reg.close()
+
+
+@pytest.fixture
 def registry(home):
     reg = ProcessRegistry(home=home)
     yield reg

@@ -1,0 +1,149 @@
+"""Hermes adapter results as upstream shapes them: read_log paging, unknown ids, kill results,
+env_vars filtering, wait interrupts (incl. Hermes' own tools.interrupt), output_buffer, spawn_via_env."""
+
+import sys
+import threading
+import types
+
+import pytest
+from conftest import wait_until
+
+
+
+def test_read_log_offsets_and_showing(hermes):
+    session = hermes.spawn_local("for i in $(seq 0 99); do echo line $i; done")
+    hermes.wait(session.id, timeout=10)
+    tail = hermes.read_log(session.id, limit=5)  # offset omitted: the last lines
+    assert tail["output"].splitlines() == [f"line {i}" for i in range(95, 100)]
+    assert tail["total_lines"] == 100 and tail["showing"] == "5 lines" and tail["status"] == "exited"
+    assert tail["session_id"] == session.id and tail["command"] == session.command
+    head = hermes.read_log(session.id, offset=0, limit=3)  # an explicit 0 is the head
+    assert head["output"] == "line 0\nline 1\nline 2" and head["showing"] == "3 lines"
+    page = hermes.read_log(session.id, offset=10, limit=5)
+    assert "5 lines" in page["showing"] and page["output"].startswith("line 10")
+    assert hermes.read_log(session.id, offset=500)["showing"] == "0 lines"
+    assert hermes.read_log(session.id)["showing"] == "100 lines"
+
+
+@pytest.mark.parametrize("bad", ["nonexistent", "xyz123", "proc_ffffffffffff", "ffff", "../etc"])
+def test_unresolvable_ids_are_not_found(hermes, bad):
+    for result in (hermes.poll(bad), hermes.read_log(bad), hermes.wait(bad, timeout=1), hermes.kill_process(bad),
+                   hermes.write_stdin(bad, "x"), hermes.submit_stdin(bad), hermes.close_stdin(bad)):
+        assert result == {"status": "not_found", "error": f"No process with ID {bad}"}
+    assert hermes.get(bad) is None and not hermes.is_completion_consumed(bad)
+
+
+def test_get_returns_the_same_object_and_prefixes(hermes, registry):
+    session = hermes.spawn_local("sleep 30")
+    assert hermes.get(session.id) is session
+    assert hermes.get(session.id.removeprefix("proc_")[:6]) is session
+    human = registry.spawn("sleep 30", task_id="h")
+    seen = hermes.get(human["session_id"])
+    assert seen is hermes.get(human["session_id"]) and seen.task_id == "h" and not seen.exited
+    assert hermes.get("") is None and hermes.get("proc_") is None
+
+
+def test_kill_results(hermes):
+    session = hermes.spawn_local("echo started; sleep 30")
+    wait_until(lambda: "started" in session.output_buffer)
+    killed = hermes.kill_process(session.id, grace=0.2)
+    assert killed["status"] == "killed" and killed["session_id"] == session.id
+    assert killed["completion_reason"] == "killed" and killed["termination_source"] == "process.kill"
+    assert "started" in killed["output"]
+    assert session.exited and session.completion_reason == "killed" and session.termination_source == "process.kill"
+    again = hermes.kill_process(session.id)
+    assert again["status"] == "already_exited" and again["termination_source"] == "process.kill"
+    done = hermes.spawn_local("exit 2")
+    hermes.wait(done.id, timeout=10)
+    late = hermes.kill_process(done.id)
+    assert late["status"] == "already_exited" and late["exit_code"] == 2 and late["termination_source"] == ""
+
+
+def test_env_vars_block_secrets_and_force_prefix(hermes, monkeypatch):
+    monkeypatch.setenv("FIRECRAWL_API_KEY", "fc-secret")  # the parent's secrets never reach the job
+    session = hermes.spawn_local(
+        'echo "custom=$MY_CUSTOM_VAR bot=${TELEGRAM_BOT_TOKEN:-unset} fc=${FIRECRAWL_API_KEY:-unset} '
+        'forced=${_HERMES_FORCE_GH_TOKEN:-unset} gh=${GH_TOKEN:-unset} pyu=$PYTHONUNBUFFERED"',
+        env_vars={"MY_CUSTOM_VAR": "keep-me", "TELEGRAM_BOT_TOKEN": "drop-me",
+                  "_HERMES_FORCE_GH_TOKEN": "forced-token"})
+    hermes.wait(session.id, timeout=10)
+    out = hermes.registry.read_log(session.id)["output"]  # unmasked: what the child really saw
+    assert out == "custom=keep-me bot=unset fc=unset forced=unset gh=forced-token pyu=1"
+
+
+def test_wait_shapes_and_bad_timeout(hermes, monkeypatch):
+    session = hermes.spawn_local("echo working; sleep 30", notify_on_complete=True)
+    timed = hermes.wait(session.id, timeout=0.3)
+    assert timed["status"] == "timeout" and timed["process_running"] is True and "working" in timed["output"]
+    assert "notify_on_complete is set" in timed["timeout_note"] and timed["command"] == session.command
+    assert hermes.wait(session.id, timeout=0)["status"] == "error"
+    assert hermes.wait(session.id, timeout=-5) == {"status": "error", "error": "timeout must be positive (got -5)"}
+
+
+def test_wait_interrupted_by_event_or_callable(hermes):
+    session = hermes.spawn_local("sleep 30")
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    result = hermes.wait(session.id, timeout=30, interrupt=stop)
+    assert result["status"] == "interrupted" and result["note"] == "User sent a new message -- wait interrupted"
+    calls = []
+    result = hermes.wait(session.id, timeout=30, interrupt=lambda: calls.append(1) or len(calls) > 3)
+    assert result["status"] == "interrupted" and len(calls) > 3
+
+
+def test_wait_sees_hermes_per_thread_interrupt(hermes, monkeypatch):
+    """Hermes' `tools.interrupt.is_interrupted()` flag (per thread) stops a wait on that thread only."""
+    import hermes_procs.core.compat as compat
+
+    flagged: set[int] = set()
+    tools = types.ModuleType("tools")
+    tools.__path__ = []
+    interrupt = types.ModuleType("tools.interrupt")
+    interrupt.is_interrupted = lambda: threading.get_ident() in flagged
+    monkeypatch.setitem(sys.modules, "tools", tools)
+    monkeypatch.setitem(sys.modules, "tools.interrupt", interrupt)
+    monkeypatch.setattr(compat, "_hermes_interrupt", None)
+    session = hermes.spawn_local("sleep 30")
+    results = {}
+
+    def waiter(name):
+        if name == "flagged":
+            flagged.add(threading.get_ident())
+        results[name] = hermes.wait(session.id, timeout=0.5)["status"]
+
+    threads = [threading.Thread(target=waiter, args=(n,)) for n in ("flagged", "other")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    assert results == {"flagged": "interrupted", "other": "timeout"}
+
+
+def test_output_buffer_is_a_bounded_cached_tail(hermes):
+    session = hermes.spawn_local("seq 1 200000")
+    hermes.wait(session.id, timeout=30)
+    session.max_output_chars = 1000
+    tail = session.output_buffer
+    assert len(tail) == 1000 and tail.endswith("199999\n200000\n")
+    assert session.output_buffer is tail  # nothing re-read while the log is unchanged
+    session.max_output_chars = 200_000
+    assert len(session.output_buffer) == 200_000
+
+
+def test_spawn_via_env(hermes, tmp_path):
+    class LocalEnvironment:
+        cwd = str(tmp_path)
+
+    local = hermes.spawn_via_env(LocalEnvironment(), "pwd", task_id="t")
+    hermes.wait(local.id, timeout=10)
+    assert local.output_buffer.strip() == str(tmp_path) and local.task_id == "t"
+
+    class DockerEnvironment:
+        def execute(self, *a, **k):
+            raise AssertionError("never called")
+
+    failed = hermes.spawn_via_env(DockerEnvironment(), "echo hi", task_id="t")
+    assert failed.exited and failed.exit_code == -1 and failed.completion_reason == "failed_start"
+    assert failed.termination_source == "failed_start" and failed.pid is None
+    assert "DockerEnvironment" in failed.output_buffer and "not supported" in failed.output_buffer
+    assert hermes.get(failed.id) is None and failed.id not in {r["session_id"] for r in hermes.list_sessions()}

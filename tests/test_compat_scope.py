@@ -1,0 +1,128 @@
+"""Hermes adapter scope: an adapter owns the jobs it started (and re-adopts them after a restart);
+kill_all / list_sessions / has_active_* never reach the human's jobs. Real jobs and processes."""
+
+import subprocess
+import sys
+import textwrap
+import time
+
+from conftest import wait_until
+
+from hermes_procs.core.compat import HermesProcessRegistry
+
+
+def test_kill_all_and_queries_leave_the_humans_jobs_alone(hermes, registry, alive):
+    human = registry.spawn("sleep 30", task_id="t1", session_key="k1")  # the human's dev server
+    mine = hermes.spawn_local("sleep 30", task_id="t1", session_key="k1")
+    assert [s["session_id"] for s in hermes.list_sessions()] == [mine.id]
+    assert [s["session_id"] for s in hermes.list_sessions(task_id="t1")] == [mine.id]
+    assert hermes.has_active_processes("t1") and hermes.has_active_for_session("k1") and hermes.count_running() == 1
+    assert hermes.kill_all(grace=0.2) == 1
+    assert not alive(mine.pid) and alive(human["pid"])
+    assert registry.poll(human["session_id"])["status"] == "running"
+    assert not hermes.has_active_processes("t1") and not hermes.has_active_for_session("k1")
+    assert not hermes.has_any_active()
+    assert {r["session_id"] for r in registry.list()} == {human["session_id"], mine.id}  # plain registry: all
+    # explicit ids still work on any job of the home (the human can hand one to the agent)
+    assert hermes.poll(human["session_id"])["status"] == "running"
+
+
+def test_two_adapters_do_not_see_each_others_jobs(home):
+    with HermesProcessRegistry(home=home) as a, HermesProcessRegistry(home=home) as b:
+        ja = a.spawn_local("sleep 30")
+        jb = b.spawn_local("sleep 30")
+        assert [s["session_id"] for s in a.list_sessions()] == [ja.id]
+        assert a.kill_all(grace=0.2) == 1 and b.has_any_active()
+        assert b.kill_all(grace=0.2) == 1
+        assert jb.exited
+
+
+def test_list_sessions_is_a_union_and_empty_means_all(hermes):
+    own = hermes.spawn_local("sleep 30", task_id="t_now", session_key="gw1")
+    forgotten = hermes.spawn_local("sleep 30", task_id="t_old", session_key="gw1")
+    other = hermes.spawn_local("sleep 30", task_id="t_x", session_key="gw_other")
+    assert {r["session_id"] for r in hermes.list_sessions(task_id="t_now")} == {own.id}
+    both = {r["session_id"]: r for r in hermes.list_sessions(task_id="t_now", session_key="gw1")}
+    assert set(both) == {own.id, forgotten.id}
+    assert both[forgotten.id]["session_scoped"] is True and "session_scoped" not in both[own.id]
+    everything = {own.id, forgotten.id, other.id}
+    assert {r["session_id"] for r in hermes.list_sessions(task_id="")} == everything
+    assert {r["session_id"] for r in hermes.list_sessions()} == everything
+    row = both[own.id]
+    assert row["status"] == "running" and row["owner_task_id"] == "t_now" and isinstance(row["uptime_seconds"], int)
+    assert time.strptime(row["started_at"], "%Y-%m-%dT%H:%M:%S")  # upstream's local-time format
+    hermes.kill_process(own.id, grace=0.2)
+    done = {r["session_id"]: r for r in hermes.list_sessions()}[own.id]
+    assert done["status"] == "exited" and done["completion_reason"] == "killed"
+    assert done["termination_source"] == "process.kill" and "exit_code" in done
+
+
+def test_has_active_for_session_ignores_jobs_older_than_max_age(hermes):
+    hermes.spawn_local("sleep 30", session_key="gw")
+    assert hermes.has_active_for_session("gw", max_active_age=3600)
+    time.sleep(0.3)
+    assert not hermes.has_active_for_session("gw", max_active_age=0.2)
+    assert hermes.has_active_for_session("gw")
+
+
+def test_persist_on_release_survives_lifecycle_sweeps_only(hermes):
+    keep = hermes.spawn_local("sleep 30", task_id="t", persist_on_release=True)
+    temp = hermes.spawn_local("sleep 30", task_id="t")
+    assert hermes.kill_all("t", grace=0.2) == 1  # the default source "kill_all" is a lifecycle sweep
+    assert temp.exited and not keep.exited
+    assert hermes.kill_all("t", grace=0.2, source="cli./stop") == 1  # a deliberate stop reaches it
+    assert keep.exited
+
+
+def test_kill_started_since_spares_the_baseline(hermes):
+    old = hermes.spawn_local("sleep 30", task_id="turn")
+    baseline = hermes.snapshot_running_ids("turn")
+    new = hermes.spawn_local("sleep 30", task_id="turn")
+    assert baseline == frozenset({old.id})
+    assert hermes.kill_started_since("turn", baseline, source="gateway_turn_timeout") == 1
+    assert new.exited and not old.exited
+    assert hermes.is_completion_consumed(new.id)  # an abandoned turn's output is consumed
+
+
+AGENT = textwrap.dedent("""
+    import sys
+    from hermes_procs.core.compat import HermesProcessRegistry
+    reg = HermesProcessRegistry(home=sys.argv[1])
+    s = reg.spawn_local("sleep 30", task_id="t1", session_key="chat-9")
+    s.notify_on_complete = True
+    s.watcher_platform, s.watcher_chat_id, s.watcher_interval = "telegram", "42", 30
+    done = reg.spawn_local("true")
+    reg.wait(done.id, timeout=10)
+    print(s.id, flush=True)
+    # the agent process ends here without killing its job (a gateway restart)
+""")
+
+
+def test_recover_from_checkpoint_after_an_agent_restart(home, registry, alive):
+    human = registry.spawn("sleep 30")
+    out = subprocess.run([sys.executable, "-c", AGENT, str(home)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job_id = out.stdout.strip()
+    assert registry.poll(job_id)["status"] == "running"
+    with HermesProcessRegistry(home=home) as alive_other:  # a live adapter's jobs are not adopted
+        alive_other.spawn_local("sleep 30")
+        with HermesProcessRegistry(home=home) as hermes:
+            assert hermes.list_sessions() == [] and hermes.kill_all() == 0  # nothing owned before recovery
+            assert hermes.recover_from_checkpoint() == 1
+            assert hermes.recover_from_checkpoint() == 0  # the dead agent's checkpoint was consumed
+            assert [r["session_id"] for r in hermes.list_sessions()] == [job_id]
+            session = hermes.get(job_id)
+            assert session.detached and session.notify_on_complete and session.task_id == "t1"
+            assert session.watcher_platform == "telegram" and session.session_key == "chat-9"
+            assert hermes.poll(job_id)["detached"] is True
+            assert hermes.pending_watchers == [{
+                "session_id": job_id, "check_interval": 30, "session_key": "chat-9", "platform": "telegram",
+                "chat_id": "42", "user_id": "", "user_name": "", "thread_id": "", "message_id": "",
+                "notify_on_complete": True, "parent_session_id": ""}]
+            assert hermes.kill_all(grace=0.2) == 1
+            notes = wait_until(lambda: hermes.drain_notifications(), timeout=10)
+            event, text = notes[0]
+            assert event["session_id"] == job_id and event["platform"] == "telegram" and event["chat_id"] == "42"
+            assert "terminated by kill_all" in text
+        alive_other.kill_all(grace=0.2)
+    assert alive(human["pid"])
