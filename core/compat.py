@@ -118,6 +118,8 @@ class HermesProcessRegistry:
         self._tails: dict[str, tuple] = {}
         self._errors_logged: set[str] = set()
         self.pending_watchers: list[dict[str, Any]] = []
+        self.on_output = None  # upstream's desktop sinks; live output is `hermes-procs attach` here
+        self.on_close = None
         self._checkpoint = Checkpoint(registry.home, instance)
         self._lock = threading.RLock()
         self._queue: queue.Queue = queue.Queue()
@@ -235,7 +237,8 @@ class HermesProcessRegistry:
         return [{**self._event_base(session), "type": "completion", "exit_code": event.get("exit_code"),
                  "completion_reason": event.get("completion_reason") or "exited",
                  "termination_source": session.termination_source, "output": output,
-                 "started_at": session.started_at}]
+                 "started_at": session.started_at,
+                 **({"handoff_note": session.handoff_note} if session.handoff_note else {})}]
 
     @staticmethod
     def _event_base(session: ProcessSession) -> dict:
@@ -554,6 +557,54 @@ class HermesProcessRegistry:
 
     def snapshot_running_ids(self, task_id: str) -> frozenset[str]:
         return frozenset(s.id for s in self._running(lambda s: s.owner_task_id == task_id))
+
+    def running_owned_by(self, owner_task_id: str) -> list[ProcessSession]:
+        return self._running(lambda s: s.owner_task_id == owner_task_id)
+
+    def unread_completions_owned_by(self, owner_task_id: str) -> list[ProcessSession]:
+        """Exited notify_on_complete jobs of ``owner_task_id`` whose result nobody read."""
+        return [s for s in self._owned() if s.owner_task_id == owner_task_id and s.notify_on_complete and s.exited
+                and s.exit_code is not None and s.id not in self._completion_consumed | self._poll_observed]
+
+    def is_session_waiting(self, session_id: str) -> bool:
+        """Whether a goal loop should stay parked on this job: it runs and, if it has watch
+        patterns, none has matched yet."""
+        session = self.get(session_id)
+        if session is None or session.exited:
+            return False
+        self.pump()
+        return not (session.watch_patterns and session._watch_hits > 0)
+
+    def wait_for_pending_completions(self, task_id: str | None = None, *, timeout: float | None = None,
+                                     poll_interval: float = 1.0) -> dict:
+        """Linger (one-shot exit) until this adapter's running notify_on_complete jobs finish or
+        ``timeout`` (default 600 s) passes: ``{"waited", "completed", "timed_out"}`` id lists."""
+        pending = self._running(lambda s: s.notify_on_complete and (task_id is None or s.owner_task_id == task_id))
+        result: dict = {"waited": [s.id for s in pending], "completed": [], "timed_out": []}
+        deadline = time.monotonic() + (600.0 if timeout is None else max(float(timeout), 0.0))
+        for session in pending:
+            left = deadline - time.monotonic()
+            if left > 0 and not session.exited:
+                self._registry.wait(session.id, timeout=left, interrupt=_interrupt_flag(None))
+            result["completed" if session.exited else "timed_out"].append(session.id)
+        return result
+
+    def transfer_ownership(self, session_id: str, *, from_owner: str, to_owner: str, to_task_id: str,
+                           to_session_key: str, note: str = "") -> ProcessSession | None:
+        """Hand a running job of ``from_owner`` to another owner (a subagent to its parent)."""
+        session = self.get(session_id)
+        if session is None or session.id not in self._own or session.exited or session.owner_task_id != from_owner:
+            return None
+        session.owner_task_id, session.task_id, session.session_key = to_owner, to_task_id, to_session_key
+        session.handoff_note = note
+        return session
+
+    def restore_completions(self) -> int:
+        """Upstream replays async-delegation completions here; this adapter's events are durable."""
+        return 0
+
+    def request_close_terminal(self, session_id: str) -> dict:
+        return {"status": "error", "error": "close_terminal is only available in the Hermes desktop app."}
 
     # ---- control -------------------------------------------------------------------------
     def kill_process(self, session_id: str, grace: float | None = None, *, source: str = "process.kill",

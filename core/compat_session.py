@@ -29,7 +29,7 @@ ROUTE_KEYS = ("platform", "chat_id", "user_id", "user_name", "thread_id", "messa
 # Settings kept in the adapter's checkpoint (and restored by recover_from_checkpoint).
 PERSISTED = ("task_id", "owner_task_id", "session_key", "notify_on_complete", "watch_patterns",
              *(f"watcher_{k}" for k in ROUTE_KEYS), "watcher_interval", "persist_on_release",
-             "parent_session_id", "completion_output_chars", "termination_source", "detached")
+             "parent_session_id", "completion_output_chars", "termination_source", "detached", "handoff_note")
 MAX_OUTPUT_CHARS = 200_000
 
 
@@ -66,8 +66,11 @@ class ProcessSession:
         self.parent_session_id: str = info.get("parent_session_id") or ""
         self.completion_output_chars: int = int(info.get("completion_output_chars") or 0)
         self.termination_source: str = info.get("termination_source") or ""
+        self.handoff_note: str = info.get("handoff_note") or ""
         self.detached: bool = bool(info.get("detached", False))  # re-adopted by recover_from_checkpoint
         self.pid_scope: str = "host"
+        self.process = self.env_ref = self.host_start_time = None  # upstream's in-process handles: none here
+        self.systemd_unit, self.wsl_chain, self.heartbeat_seconds = "", False, 0
         self.max_output_chars: int = MAX_OUTPUT_CHARS
         self._watch_hits = 0
         self._final: dict | None = None  # the outcome, once the job has exited
@@ -118,6 +121,10 @@ class ProcessSession:
         return self._state().get("completion_reason") or "exited"
 
     @property
+    def exited_at(self) -> float:
+        return float(self._state().get("ended_at") or 0.0)
+
+    @property
     def output_buffer(self) -> str:
         """The last ``max_output_chars`` characters of output (plain text, secrets masked)."""
         if self._outcome is not None or self._owner is None:
@@ -158,5 +165,7 @@ def format_process_notification(evt: dict) -> str | None:
     else:
         status = _REASONS.get(reason) or ("completed normally" if code == 0 else "exited")
     sigterm = ", SIGTERM" if code in (-15, 143) else ""
+    handoff = (f"Handed off to you by a subagent before it finished. Purpose: {evt['handoff_note']}\n"
+               if evt.get("handoff_note") else "")
     return (f"[IMPORTANT: Background process {sid} {status} (exit code {code}{sigterm}).\n"
-            f"Command: {command}\nOutput:\n{evt.get('output', '')}]")
+            f"{handoff}Command: {command}\nOutput:\n{evt.get('output', '')}]")

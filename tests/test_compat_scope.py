@@ -126,3 +126,27 @@ def test_recover_from_checkpoint_after_an_agent_restart(home, registry, alive):
             assert "terminated by kill_all" in text
         alive_other.kill_all(grace=0.2)
     assert alive(human["pid"])
+
+
+def test_subagent_handoff_and_owner_queries(hermes):
+    job = hermes.spawn_local("sleep 0.5; echo built", task_id="sa-1", notify_on_complete=True)
+    assert [s.id for s in hermes.running_owned_by("sa-1")] == [job.id]
+    assert hermes.transfer_ownership(job.id, from_owner="other", to_owner="parent", to_task_id="p",
+                                     to_session_key="chat") is None
+    moved = hermes.transfer_ownership(job.id, from_owner="sa-1", to_owner="parent", to_task_id="p",
+                                      to_session_key="chat", note="the build")
+    assert moved is job and job.owner_task_id == "parent" and hermes.running_owned_by("sa-1") == []
+    assert hermes.is_session_waiting(job.id)
+    result = hermes.wait_for_pending_completions("parent", timeout=20)
+    assert result == {"waited": [job.id], "completed": [job.id], "timed_out": []}
+    assert not hermes.is_session_waiting(job.id)
+    assert [s.id for s in hermes.unread_completions_owned_by("parent")] == [job.id]
+    (event, text), = wait_until(lambda: hermes.drain_notifications(session_key="chat"), timeout=10)
+    assert event["owner_task_id"] == "parent" and event["handoff_note"] == "the build"
+    assert "Handed off to you by a subagent before it finished. Purpose: the build" in text
+
+
+def test_is_session_waiting_releases_on_a_watch_match(hermes):
+    job = hermes.spawn_local("echo READY; sleep 30", watch_patterns=["READY"])
+    wait_until(lambda: not hermes.is_session_waiting(job.id), timeout=10)
+    assert not job.exited and not hermes.is_session_waiting("proc_ffffffffffff")
