@@ -67,7 +67,7 @@ def test_prompt_arriving_later_matches_while_it_waits(hermes):
 
 
 def test_watch_disabled_after_the_lifetime_cap_promotes_notify(home, monkeypatch):
-    monkeypatch.setenv("HERMES_PROCS_WATCH_INTERVAL", "0.001")
+    monkeypatch.setenv("HERMES_PROCS_WATCH_INTERVAL", "1e-9")  # never rate-limited, even in one chunk
     with HermesProcessRegistry(home=home) as hermes:
         session = hermes.spawn_local("for i in $(seq 12); do echo HIT $i; sleep 0.02; done; exit 3",
                                      watch_patterns=["HIT"])
@@ -183,6 +183,10 @@ def test_registry_set_watch_patterns(registry):
     assert registry.set_watch_patterns(job["session_id"], ["LATER"])["watch_patterns"] == ["LATER"]
     assert registry.set_watch_patterns(job["session_id"], "LATER")["status"] == "error"
     assert registry.set_watch_patterns(job["session_id"], [""])["status"] == "error"
+    from hermes_procs.core import protocol
+
+    raw = protocol.request(registry.job_dir(job["session_id"]), {"op": "watch", "patterns": "LATER"})
+    assert raw["ok"] is False and "list" in raw["error"]  # a raw socket client gets a clear no
     events = wait_until(lambda: [e for e in registry.drain_events("t") if e["type"] == "watch_match"], timeout=10)
     assert events[0]["output"] == "LATER-MATCH"
     registry.kill(job["session_id"], grace=0.2)
