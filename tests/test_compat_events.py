@@ -179,8 +179,9 @@ def test_format_process_notification_kinds():
 
 
 def test_registry_set_watch_patterns(registry):
-    job = registry.spawn("sleep 0.3; echo LATER-MATCH; sleep 30")
+    job = registry.spawn("read go; echo LATER-MATCH; sleep 30")
     assert registry.set_watch_patterns(job["session_id"], ["LATER"])["watch_patterns"] == ["LATER"]
+    registry.submit(job["session_id"], "")  # the line is printed only after the patterns are set
     assert registry.set_watch_patterns(job["session_id"], "LATER")["status"] == "error"
     assert registry.set_watch_patterns(job["session_id"], [""])["status"] == "error"
     from hermes_procs.core import protocol

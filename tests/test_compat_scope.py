@@ -129,7 +129,7 @@ def test_recover_from_checkpoint_after_an_agent_restart(home, registry, alive):
 
 
 def test_subagent_handoff_and_owner_queries(hermes):
-    job = hermes.spawn_local("sleep 0.5; echo built", task_id="sa-1", notify_on_complete=True)
+    job = hermes.spawn_local("read go; echo built", task_id="sa-1", notify_on_complete=True)
     assert [s.id for s in hermes.running_owned_by("sa-1")] == [job.id]
     assert hermes.transfer_ownership(job.id, from_owner="other", to_owner="parent", to_task_id="p",
                                      to_session_key="chat") is None
@@ -137,6 +137,7 @@ def test_subagent_handoff_and_owner_queries(hermes):
                                       to_session_key="chat", note="the build")
     assert moved is job and job.owner_task_id == "parent" and hermes.running_owned_by("sa-1") == []
     assert hermes.is_session_waiting(job.id)
+    hermes.submit_stdin(job.id, "")
     result = hermes.wait_for_pending_completions("parent", timeout=20)
     assert result == {"waited": [job.id], "completed": [job.id], "timed_out": []}
     assert not hermes.is_session_waiting(job.id)
