@@ -18,6 +18,7 @@ class Watcher:
     def _init_watch(self) -> None:
         self.watch = [p for p in self.meta.get("watch_patterns") or [] if p]
         self.watch_partial = b""
+        self.watch_partial_hit = False  # the line being built already matched (a prompt)
         self.watch_count = 0
         self.watch_interval = bounds.setting(self.meta.get("watch_interval"), WATCH_INTERVAL, 86400.0)
         self.watch_last = 0.0
@@ -36,7 +37,7 @@ class Watcher:
 
         lines = (self.watch_partial + data).split(b"\n")
         partial = lines.pop()
-        reported = getattr(self, "watch_partial_hit", False)  # the line being built already matched
+        reported = self.watch_partial_hit
         for raw in lines:
             if not reported and self.watch:
                 matched(raw)
