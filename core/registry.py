@@ -114,7 +114,19 @@ def _umask() -> int:
 class ProcessRegistry:
     """Durable background jobs under a state home; docs/api.md describes every method."""
 
-    def __init__(self, home: str | os.PathLike | None = None) -> None:
+    remote = False
+
+    def __new__(cls, home: str | os.PathLike | None = None, host: str | None = None):
+        """`host` (or $HERMES_PROCS_HOST): the jobs of a remote host (core/remote.py);
+        None, "" or "local": this machine."""
+        host = os.environ.get("HERMES_PROCS_HOST") if host is None else host
+        if cls is ProcessRegistry and host not in (None, "", "local"):
+            from .remote import RemoteRegistry
+
+            return RemoteRegistry(host, home)
+        return super().__new__(cls)
+
+    def __init__(self, home: str | os.PathLike | None = None, host: str | None = None) -> None:
         """Raises paths.HomeError (a ValueError, one clear line) for a home that is unsafe to use."""
         self.home = ensure_private_dir(resolve_home(home))
         self.jobs_dir = ensure_private_dir(self.home / "jobs")

@@ -1,0 +1,564 @@
+"""Jobs on other machines: the client end of the stdio protocol (see `stdio_server`).
+
+`RemoteRegistry("ssh://box")` has the methods of `ProcessRegistry`; each call travels as one
+JSON line over a long-lived transport process that carries stdin/stdout:
+
+    ssh://[user@]host[:port]              the system `ssh` (your ~/.ssh/config, agent, keys,
+                                          jump hosts), plus $HERMES_PROCS_SSH_ARGS
+    docker://CONTAINER                    `docker exec -i CONTAINER`
+    k8s://[NAMESPACE/]POD[/CONTAINER]     `kubectl exec -i`
+
+A URL may end in `?home=PATH` (the remote state home) and `&python=PATH` (default `python3`).
+The remote side needs only Python 3.9+: when hermes-procs is not installed there (or speaks
+another protocol version) the stdlib core is sent over the connection once and cached in
+~/.cache/hermes-procs/code/<hash>/ on that host. Jobs live on the remote under its own
+supervisors, so they outlive the connection; a dropped connection makes the host
+`unreachable` (calls return an error saying so) and the next call reconnects.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import select
+import shlex
+import socket
+import subprocess
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from .stdio_server import STDIO_VERSION, decode_hook, dumps
+
+RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
+CONNECT_TIMEOUT = 20.0
+SCHEMES = ("ssh", "docker", "k8s")
+# Modules that never go to a remote host (they need packages the remote may not have).
+NOT_SHIPPED = frozenset({"mcp_server.py"})
+
+BOOT = r"""
+import io, json, os, shutil, sys, tempfile, zipfile
+V, h, home = %d, sys.argv[1], sys.argv[2]
+how = None
+try:
+    from hermes_procs.core import stdio_server as s
+    if getattr(s, "STDIO_VERSION", None) == V:
+        how = "installed"
+except Exception:
+    pass
+if how is None:
+    base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hermes-procs", "code")
+    d = os.path.join(base, h)
+    how = "cached"
+    if not os.path.isdir(d):
+        how = "sent"
+        sys.stdout.write(json.dumps({"need_code": h}) + "\n")
+        sys.stdout.flush()
+        n = int(sys.stdin.buffer.readline())
+        data = sys.stdin.buffer.read(n)
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=base)
+        zipfile.ZipFile(io.BytesIO(data)).extractall(tmp)
+        try:
+            os.rename(tmp, d)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    sys.path.insert(0, d)
+    for m in [m for m in sys.modules if m == "hermes_procs" or m.startswith("hermes_procs.")]:
+        del sys.modules[m]
+    from hermes_procs.core import stdio_server as s
+sys.exit(s.main(home or None, code=how))
+""" % STDIO_VERSION
+
+
+class HostUnreachable(Exception):
+    """The transport to a host could not be started or dropped."""
+
+
+class RemoteError(Exception):
+    """The remote end refused a request (a protocol or internal error over there)."""
+
+
+# --------------------------------------------------------------------------- addresses
+
+@dataclass(frozen=True)
+class Host:
+    """A parsed host URL and the command that reaches its stdio server."""
+
+    url: str
+    scheme: str
+    target: str
+    port: int | None = None
+    home: str | None = None
+    python: str = "python3"
+    extra: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        return self.url.split("?", 1)[0]
+
+    def argv(self, remote: list[str]) -> list[str]:
+        """The local command that runs `remote` (an argv) on the host with stdio attached."""
+        if self.scheme == "ssh":
+            opts = shlex.split(os.environ.get("HERMES_PROCS_SSH_ARGS", ""))
+            port = ["-p", str(self.port)] if self.port else []
+            return ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
+                    "-o", "ServerAliveCountMax=3", *port, *opts, "--", self.target, shlex.join(remote)]
+        if self.scheme == "docker":
+            return ["docker", "exec", "-i", self.target, *remote]
+        namespace, pod, container = self.extra
+        ns = ["-n", namespace] if namespace else []
+        ct = ["-c", container] if container else []
+        return ["kubectl", "exec", "-i", *ns, pod, *ct, "--", *remote]
+
+
+def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:
+    """`ssh://[user@]host[:port]`, `docker://C`, `k8s://[NS/]POD[/CONTAINER]`, or an alias
+    from the config file's [hosts] table. Raises ValueError with a clear sentence."""
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("host must be a URL such as ssh://user@box, docker://NAME or k8s://POD")
+    url = url.strip()
+    if "://" not in url and aliases and url in aliases:
+        url = aliases[url]
+    if "://" not in url:
+        known = ", ".join(sorted(aliases or {})) or "none configured"
+        raise ValueError(f"unknown host {url!r}: use ssh://HOST, docker://CONTAINER, k8s://POD "
+                         f"or a name from [hosts] in the config file ({known})")
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ValueError(f"unsupported host scheme {parts.scheme!r} in {url!r}; use one of {', '.join(SCHEMES)}")
+    query = parse_qs(parts.query)
+    home = query.get("home", [None])[0]
+    python = query.get("python", ["python3"])[0]
+    bad = [c for c in (parts.netloc + parts.path + (home or "") + python) if ord(c) < 32]
+    if bad:
+        raise ValueError(f"host URL contains control characters: {url!r}")
+    if parts.scheme == "ssh":
+        if not parts.hostname or parts.path not in ("", "/"):
+            raise ValueError(f"expected ssh://[user@]host[:port], not {url!r}")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"bad port in {url!r}") from None
+        target = (f"{unquote(parts.username)}@" if parts.username else "") + parts.hostname
+        if target.startswith("-"):
+            raise ValueError(f"bad host name in {url!r}")
+        return Host(url, "ssh", target, port, home, python)
+    words = [unquote(w) for w in (parts.netloc + parts.path).split("/") if w]
+    if not words or any(w.startswith("-") for w in words):
+        raise ValueError(f"expected {parts.scheme}://NAME, not {url!r}")
+    if parts.scheme == "docker":
+        if len(words) != 1:
+            raise ValueError(f"expected docker://CONTAINER, not {url!r}")
+        return Host(url, "docker", words[0], None, home, python)
+    if len(words) > 3:
+        raise ValueError(f"expected k8s://[NAMESPACE/]POD[/CONTAINER], not {url!r}")
+    namespace, pod, container = (["", *words, ""] if len(words) == 1 else
+                                 [*words, ""] if len(words) == 2 else words)
+    return Host(url, "k8s", pod, None, home, python, (namespace, pod, container))
+
+
+# --------------------------------------------------------------------------- shipped code
+
+_CODE: tuple[str, bytes] | None = None
+
+
+def shipped_code() -> tuple[str, bytes]:
+    """(hash, zip) of the stdlib core as sent to hosts that do not have it installed."""
+    global _CODE
+    if _CODE is None:
+        core = Path(__file__).parent
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(core.glob("*.py")):
+                if path.name not in NOT_SHIPPED:
+                    zf.writestr(zipfile.ZipInfo(f"hermes_procs/core/{path.name}", (2020, 1, 1, 0, 0, 0)),
+                                path.read_bytes())
+            version = _version()
+            zf.writestr(zipfile.ZipInfo("hermes_procs/__init__.py", (2020, 1, 1, 0, 0, 0)),
+                        f'"""hermes-procs, as sent to a remote host."""\n__version__ = {version!r}\n')
+        data = buf.getvalue()
+        _CODE = (hashlib.sha256(data).hexdigest()[:20], data)
+    return _CODE
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("hermes-procs")
+    except Exception:  # noqa: BLE001 - a source checkout without metadata
+        return "0"
+
+
+# --------------------------------------------------------------------------- connection
+
+class _Pending:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reply: dict | None = None
+
+
+class Connection:
+    """One transport process per host, carrying many concurrent calls and streams."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.state = "new"  # new, connected, unreachable
+        self.error = ""
+        self.hello: dict = {}
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()  # connect / state
+        self._wlock = threading.Lock()
+        self._next = 0
+        self._pending: dict[int, _Pending] = {}
+        self._streams: dict[int, RemoteStream] = {}
+        self._last_try = 0.0
+        self._stderr: list[str] = []
+
+    # -- lifecycle
+    def ensure(self) -> None:
+        """Connected, or raise HostUnreachable (reconnecting at most every RECONNECT_EVERY s)."""
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None and self.state == "connected":
+                return
+            if self.state == "unreachable" and time.monotonic() - self._last_try < RECONNECT_EVERY:
+                raise HostUnreachable(self._unreachable())
+            self._last_try = time.monotonic()
+            try:
+                self._connect()
+            except HostUnreachable as exc:
+                self.state, self.error = "unreachable", str(exc)
+                raise HostUnreachable(self._unreachable()) from None
+
+    def _unreachable(self) -> str:
+        return f"host {self.host.label} is unreachable: {self.error}"
+
+    def _connect(self) -> None:
+        self._close_proc()
+        digest, code = shipped_code()
+        remote = [self.host.python, "-c", BOOT, digest, self.host.home or ""]
+        self._stderr = []
+        try:
+            proc = subprocess.Popen(self.host.argv(remote), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise HostUnreachable(f"cannot run {self.host.argv([])[0]}: {exc.strerror or exc}") from None
+        self._proc = proc
+        threading.Thread(target=self._read_stderr, args=(proc,), daemon=True).start()
+        first = self._read_line(proc)
+        if first.get("need_code") == digest:
+            proc.stdin.write(b"%d\n" % len(code) + code)
+            proc.stdin.flush()
+            first = self._read_line(proc)
+        if first.get("hello") != "hermes-procs":
+            raise HostUnreachable(self._why(proc, "the remote end did not answer as hermes-procs"))
+        if first.get("error"):
+            raise HostUnreachable(first["error"])
+        if first.get("v") != STDIO_VERSION:
+            raise HostUnreachable(f"the remote speaks protocol v{first.get('v')}, this side v{STDIO_VERSION}")
+        self.hello = first
+        self.state, self.error = "connected", ""
+        threading.Thread(target=self._read_loop, args=(proc,), daemon=True).start()
+
+    def _read_line(self, proc: subprocess.Popen) -> dict:
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        fd = proc.stdout.fileno()
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                proc.kill()
+                raise HostUnreachable(f"no answer within {CONNECT_TIMEOUT:g}s")
+            chunk = os.read(fd, 1)  # unbuffered: the read loop takes over this pipe afterwards
+            if not chunk:
+                raise HostUnreachable(self._why(proc, "the connection closed"))
+            line += chunk
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise HostUnreachable(f"unexpected output from the remote: {line[:200]!r}") from None
+        return msg if isinstance(msg, dict) else {}
+
+    def _why(self, proc: subprocess.Popen, default: str) -> str:
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(0.05)  # let the stderr reader take the last lines
+        lines = [s for s in self._stderr if s.strip()]
+        return lines[-1].strip() if lines else default
+
+    def _read_stderr(self, proc: subprocess.Popen) -> None:
+        for raw in proc.stderr:
+            self._stderr = (self._stderr + [raw.decode("utf-8", "replace")])[-20:]
+
+    def _read_loop(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            try:
+                msg = json.loads(line, object_hook=decode_hook)
+            except ValueError:
+                continue
+            if isinstance(msg, dict):
+                self._deliver(msg)
+        with self._lock:
+            if self._proc is proc:
+                self.state, self.error = "unreachable", self._why(proc, "the connection dropped")
+                self._last_try = 0.0
+        self._fail_all()
+
+    def _deliver(self, msg: dict) -> None:
+        mid = msg.get("id")
+        stream = self._streams.get(mid)
+        if stream is not None and ("data" in msg or "end" in msg):
+            stream._feed(msg)
+            if "end" in msg:
+                self._streams.pop(mid, None)
+            return
+        pending = self._pending.pop(mid, None)
+        if pending is not None:
+            pending.reply = msg
+            pending.event.set()
+
+    def _fail_all(self) -> None:
+        for pending in list(self._pending.values()):
+            pending.event.set()
+        self._pending.clear()
+        for stream in list(self._streams.values()):
+            stream._feed({"end": True})
+        self._streams.clear()
+
+    def _close_proc(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            proc.kill()
+            proc.wait()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_proc()
+            self.state = "new"
+        self._fail_all()
+
+    # -- requests
+    def send(self, message: dict) -> None:
+        proc = self._proc
+        if proc is None:
+            raise HostUnreachable(self._unreachable())
+        try:
+            with self._wlock:
+                proc.stdin.write(dumps(message))
+                proc.stdin.flush()
+        except (OSError, ValueError):
+            raise HostUnreachable(self._unreachable()) from None
+
+    def _new_id(self) -> int:
+        with self._wlock:
+            self._next += 1
+            return self._next
+
+    def request(self, message: dict, timeout: float | None = None, cancel: threading.Event | None = None) -> dict:
+        """Send one request and wait for its reply; `cancel` set asks the remote to stop it."""
+        self.ensure()
+        mid = self._new_id()
+        pending = self._pending[mid] = _Pending()
+        self.send({"id": mid, **message})
+        deadline = None if timeout is None else time.monotonic() + timeout
+        cancelled = False
+        while not pending.event.wait(0.05 if cancel is not None else 1.0):
+            if cancel is not None and cancel.is_set() and not cancelled:
+                cancelled = True
+                self.send({"id": mid, "cancel": True})
+            if deadline is not None and time.monotonic() > deadline:
+                self._pending.pop(mid, None)
+                raise HostUnreachable(f"host {self.host.label} did not answer within {timeout:g}s")
+        if pending.reply is None:
+            raise HostUnreachable(self._unreachable())
+        return pending.reply
+
+    def call(self, method: str, args: tuple = (), kwargs: dict | None = None, *,
+             timeout: float | None = None, cancel: threading.Event | None = None) -> Any:
+        """The result of `registry.METHOD(*args, **kwargs)` on the host."""
+        reply = self.request({"call": method, "args": list(args), "kwargs": kwargs or {}}, timeout, cancel)
+        if "error" in reply:
+            raise RemoteError(reply["error"])
+        return reply.get("result")
+
+    def open_stream(self, session_id: str, input: bool, source: str) -> RemoteStream:
+        self.ensure()
+        mid = self._new_id()
+        stream = RemoteStream(self, mid)
+        self._streams[mid] = stream
+        pending = self._pending[mid] = _Pending()
+        self.send({"id": mid, "stream": {"session_id": session_id, "input": input, "source": source}})
+        if not pending.event.wait(CONNECT_TIMEOUT) or pending.reply is None:
+            self._streams.pop(mid, None)
+            raise HostUnreachable(self._unreachable())
+        reply = pending.reply
+        if "opened" not in reply:
+            self._streams.pop(mid, None)
+            stream.close()
+            raise RemoteError(reply.get("error", "stream refused"))
+        stream.offset = int(reply["opened"]["offset"])
+        stream.pty = bool(reply["opened"]["pty"])
+        return stream
+
+
+class RemoteStream:
+    """The remote counterpart of `protocol.Stream`: read / send / close / fileno / offset.
+
+    Bytes arriving on the connection are written into a local socketpair, so `fileno()` can be
+    used in select() loops exactly like a local attach."""
+
+    def __init__(self, conn: Connection, mid: int) -> None:
+        self._conn = conn
+        self._mid = mid
+        self._r, self._w = socket.socketpair()
+        self.offset = 0
+        self.pty = False
+        self.closed = False
+
+    def _feed(self, msg: dict) -> None:
+        try:
+            if "data" in msg:
+                self._w.sendall(base64.b64decode(msg["data"]))
+            else:
+                self._w.close()
+        except OSError:
+            pass
+
+    def fileno(self) -> int:
+        return self._r.fileno()
+
+    def read(self, timeout: float | None = None) -> bytes | None:
+        """Output bytes; None when nothing came within `timeout`; b"" at the end of the stream."""
+        if self.closed:
+            return b""
+        ready, _, _ = select.select([self._r], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            data = self._r.recv(262144)
+        except OSError:
+            data = b""
+        self.offset += len(data)
+        return data
+
+    def send(self, data: bytes) -> None:
+        self._conn.send({"id": self._mid, "send": base64.b64encode(data).decode("ascii")})
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self._conn.send({"id": self._mid, "close": True})
+            except HostUnreachable:
+                pass
+            self._conn._streams.pop(self._mid, None)
+            self._r.close()
+            self._w.close()
+
+    def __enter__(self) -> RemoteStream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+_CONNECTIONS: dict[str, Connection] = {}
+_CONN_LOCK = threading.Lock()
+
+
+def connection(host: Host) -> Connection:
+    """The process's one connection to `host` (shared by every RemoteRegistry of it)."""
+    key = host.url + "\0" + os.environ.get("HERMES_PROCS_SSH_ARGS", "")
+    with _CONN_LOCK:
+        conn = _CONNECTIONS.get(key)
+        if conn is None:
+            conn = _CONNECTIONS[key] = Connection(host)
+        return conn
+
+
+# --------------------------------------------------------------------------- registry
+
+class RemoteRegistry:
+    """`ProcessRegistry`'s methods for the jobs of one remote host; results carry `host`."""
+
+    remote = True
+
+    def __init__(self, host: str, home: str | os.PathLike | None = None) -> None:
+        from .config import host_aliases
+
+        parsed = parse_host(host, host_aliases())
+        if home is not None:
+            parsed = Host(parsed.url, parsed.scheme, parsed.target, parsed.port, str(home), parsed.python,
+                          parsed.extra)
+        self.host = parsed
+        self.conn = connection(parsed)
+
+    @property
+    def home(self) -> str:
+        return f"{self.host.label}:{self.conn.hello.get('home', '?')}"
+
+    def status(self) -> dict:
+        """{"host", "state": connected/unreachable/new, "error", "code": installed/sent/cached}."""
+        return {"host": self.host.label, "state": self.conn.state, "error": self.conn.error,
+                "code": self.conn.hello.get("code"), "remote_home": self.conn.hello.get("home")}
+
+    def connect(self) -> dict:
+        try:
+            self.conn.ensure()
+        except HostUnreachable:
+            pass
+        return self.status()
+
+    def _call(self, method: str, args: tuple, kwargs: dict, cancel: threading.Event | None = None) -> Any:
+        try:
+            result = self.conn.call(method, args, kwargs, cancel=cancel)
+        except HostUnreachable as exc:
+            return {"status": "error", "error": str(exc), "host": self.host.label, "host_state": "unreachable"}
+        except RemoteError as exc:
+            return {"status": "error", "error": f"on {self.host.label}: {exc}", "host": self.host.label}
+        return self._tag(result)
+
+    def _tag(self, result: Any) -> Any:
+        if isinstance(result, dict):
+            result.setdefault("host", self.host.label)
+        elif isinstance(result, list):
+            for row in result:
+                if isinstance(row, dict):
+                    row.setdefault("host", self.host.label)
+        return result
+
+    def wait(self, session_id: Any, timeout: Any = None, interrupt: threading.Event | None = None,
+             **kwargs: Any) -> dict:
+        """As `ProcessRegistry.wait`; setting `interrupt` stops the remote wait too."""
+        return self._call("wait", (session_id,), {"timeout": timeout, **kwargs}, cancel=interrupt)
+
+    def stream(self, session_id: Any, input: bool = False, source: str = "human") -> RemoteStream:
+        """A live attach, as `ProcessRegistry.stream` (raises on failure)."""
+        return self.conn.open_stream(session_id, input, source)
+
+    def job_dir(self, session_id: Any) -> Path:
+        raise RemoteError(f"the job folder is on {self.host.label}; use log_bytes/read_log")
+
+    def log_files(self, session_id: Any) -> list[Path]:
+        return []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._call(name, args, kwargs)

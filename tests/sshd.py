@@ -1,0 +1,104 @@
+"""A real OpenSSH server on 127.0.0.1 for the remote-host tests.
+
+Its own host key, a user key for the current user, its own config and known_hosts, so host-key
+checking stays on (StrictHostKeyChecking=yes) exactly as a user's would. The client side is a
+`-F CONFIG` file passed through HERMES_PROCS_SSH_ARGS. The remote "host" is this machine, so
+the tests can also look at the remote state home directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+def available() -> str | None:
+    """None when an sshd can be started here, else why not."""
+    if not os.path.exists(SSHD) or not shutil.which("ssh") or not shutil.which("ssh-keygen"):
+        return "OpenSSH server/client not installed (make test installs them as root)"
+    if os.geteuid() != 0:
+        return "sshd for the tests runs as root (CI does)"
+    return None
+
+
+@dataclass
+class Sshd:
+    port: int
+    dir: Path
+    proc: subprocess.Popen
+    client_config: Path
+
+    @property
+    def ssh_args(self) -> str:
+        return f"-F {self.client_config}"
+
+    def url(self, home: Path | str | None = None) -> str:
+        base = f"ssh://root@testbox:{self.port}"
+        return f"{base}?home={home}" if home else base
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def drop_connections(self) -> None:
+        """Kill every session process of this sshd (what a network drop does to the client),
+        keeping the listener."""
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout
+        for pid in out.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(base: Path, cache_home: Path) -> Sshd:
+    base.mkdir(parents=True, exist_ok=True)
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+    os.chmod(base, 0o700)
+    for name in ("host_key", "user_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / name)], check=True)
+    (base / "authorized_keys").write_text((base / "user_key.pub").read_text())
+    os.chmod(base / "authorized_keys", 0o600)
+    port = _free_port()
+    (base / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {base}/host_key\nPidFile {base}/sshd.pid\n"
+        f"AuthorizedKeysFile {base}/authorized_keys\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n"
+        "AcceptEnv XDG_CACHE_HOME\nMaxSessions 50\nMaxStartups 50\nLogLevel ERROR\n")
+    host_pub = (base / "host_key.pub").read_text().split()
+    (base / "known_hosts").write_text(f"testbox {host_pub[0]} {host_pub[1]}\n")
+    (base / "ssh_config").write_text(
+        f"Host testbox\n  HostName 127.0.0.1\n  HostKeyAlias testbox\n  IdentityFile {base}/user_key\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {base}/known_hosts\n  StrictHostKeyChecking yes\n"
+        f"  SetEnv XDG_CACHE_HOME={cache_home}\n  LogLevel ERROR\n")
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(base / "sshd_config")], stdin=subprocess.DEVNULL,
+                            stderr=open(base / "sshd.log", "ab"))
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"sshd did not start: {(base / 'sshd.log').read_text()[-500:]}")
+            time.sleep(0.05)
+    return Sshd(port, base, proc, base / "ssh_config")
