@@ -21,6 +21,7 @@ lint: $(STAMP)
 
 # make test lints what is clean today: the layer contracts and ruff's critical checks
 test: $(STAMP)
+	sh tools/system-deps.sh
 	$(BIN)/python tools/lint.py import-linter ruff-critical
 	$(BIN)/python -m pytest -n 2 -q
 

@@ -7,10 +7,12 @@ server and the text helpers are imported inside the commands that need them.
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from . import fastcoerce
-from .options import HomeOpt, JsonOpt
+from .options import HomeOpt, HostOpt, JsonOpt
 from .output import PROG
 
 fastcoerce.install()
@@ -27,7 +29,9 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False, host: HostOpt = None) -> None:
+    if host is not None:  # every command's registry reads it: ProcessRegistry(host=None)
+        os.environ["HERMES_PROCS_HOST"] = host
     ctx.obj = {"home": home, "json": as_json}
     if ctx.invoked_subcommand is None:
         from .cmd_dashboard import open_dashboard

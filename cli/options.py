@@ -3,12 +3,25 @@ its --home/--json (`opts`) and the registry over that home (`registry`)."""
 
 from __future__ import annotations
 
+import os
+
 from typing import Annotated, Any, Optional
 
 import typer
 
 from .output import CliError
 
+HostOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--host",
+        metavar="URL",
+        help="Jobs on another machine: ssh://USER@HOST:PORT (user and port optional), "
+        "docker://CONTAINER, k8s://NAMESPACE/POD/CONTAINER (namespace and container optional) "
+        "or a host name from the config file (default: $HERMES_PROCS_HOST, else this machine).",
+        show_default=False,
+    ),
+]
 HomeOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -36,6 +49,10 @@ def registry(home: Optional[str]) -> Any:
     from hermes_procs.core import ProcessRegistry
 
     try:
-        return ProcessRegistry(home=home)
+        return ProcessRegistry(home=home)  # --host sets $HERMES_PROCS_HOST (cli/app.py)
+    except ValueError as exc:  # a bad --host URL or an unknown host name
+        raise CliError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - bad home, permissions, ...: one line for the user
-        raise CliError(f"cannot open state home {home or '(default)'}: {exc}") from exc
+        host = os.environ.get("HERMES_PROCS_HOST")
+        where = f" on {host}" if host not in (None, "", "local") else ""
+        raise CliError(f"cannot open state home {home or '(default)'}{where}: {exc}") from exc

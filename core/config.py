@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 
-class ConfigError(Exception):
+class ConfigError(ValueError):
     """The config file exists but cannot be read or parsed."""
 
 

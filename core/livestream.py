@@ -13,9 +13,10 @@ Standard library only.
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Any
 
-from . import logstore
 from .model import JobInfo
 from .protocol import Stream
 
@@ -51,17 +52,37 @@ def log_before(registry: Any, session_id: str, end: int | None, *, max_lines: in
                max_bytes: int = 1 << 20) -> bytes:
     """The raw log bytes before absolute offset `end` (None: the current end): the last
     `max_bytes`, or, when `max_lines` is given, the last `max_lines` lines (read in windows
-    from `max_bytes` up, doubling, until they hold that many lines or reach the log's start)."""
-    jobdir = registry.job_dir(session_id)
-    end = logstore.total_bytes(jobdir) if end is None else end
+    from `max_bytes` up, doubling, until they hold that many lines or reach the log's start).
+    Read through `registry.log_bytes`, so it works for jobs on remote hosts too."""
+    if end is None:
+        end = _checked(registry.log_bytes(session_id, None, None, 1))["total"]
     size = max_bytes
     while True:
-        data = logstore.read_bytes(jobdir, max(0, end - size), end)
+        data = log_range(registry, session_id, max(0, end - size), end)
         if max_lines is None:
             return data
         if len(data) < size or data.count(b"\n") > max_lines:
             return last_lines(data, max_lines)
         size *= 2
+
+
+def log_range(registry: Any, session_id: str, start: int, end: int | None) -> bytes:
+    """Log bytes [start, end) (absolute offsets; end None: to the current end), in chunks of
+    at most what one `log_bytes` call returns; b"" for an empty range."""
+    chunks = []
+    while end is None or start < end:
+        data = _checked(registry.log_bytes(session_id, start, end))
+        if not data["data"]:
+            break
+        chunks.append(data["data"])
+        start = data["end"]
+    return b"".join(chunks)
+
+
+def _checked(result: dict[str, Any]) -> dict[str, Any]:
+    if "data" not in result:
+        raise AttachError(result.get("error") or "the job's log cannot be read")
+    return result
 
 
 def exit_summary(registry: Any, session_id: str, wait_s: float = 2.0) -> tuple[str, JobInfo | None]:
@@ -137,7 +158,7 @@ class LiveStream:
         """The stream ended: reconnect if the job still runs (it dropped us), else finish."""
         lost_from = self._stream.offset
         fresh = None
-        if self.registry.poll(self.session_id).get("status") == "running":
+        if self._poll_when_reachable().get("status") == "running":
             fresh = self._connect(self.registry, self.session_id, self._input, self._source)
         self._stream.close()
         if fresh is None:
@@ -148,10 +169,19 @@ class LiveStream:
         gap = self._log_range(lost_from, fresh.offset) if self._fill_gaps else b""
         return gap or None
 
+    def _poll_when_reachable(self) -> dict[str, Any]:
+        """poll(); while the job's host is unreachable (core/remote.py), keep trying: the job
+        runs on over there, and the stream resumes from the exact offset it reached."""
+        info: dict[str, Any] = self.registry.poll(self.session_id)
+        if info.get("host_state") == "unreachable":
+            sys.stderr.write(f"[{info.get('error')}; reconnecting]\r\n")
+            while info.get("host_state") == "unreachable":
+                time.sleep(1.0)
+                info = self.registry.poll(self.session_id)
+        return info
+
     def _log_range(self, start: int, end: int | None) -> bytes:
-        jobdir = self.registry.job_dir(self.session_id)
-        end = logstore.total_bytes(jobdir) if end is None else end
-        return logstore.read_bytes(jobdir, start, end) if end > start else b""
+        return log_range(self.registry, self.session_id, start, end)
 
     def send(self, data: bytes) -> None:
         """Type into the job (opened with input=True)."""

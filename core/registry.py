@@ -33,6 +33,7 @@ from .search import compile_pattern, search_log
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
+MAX_LOG_BYTES = 4 << 20
 DEFAULT_MAX_WAIT = 180.0
 PRUNE_EVERY = 3600.0
 UNSUPERVISED = ("the supervisor of {job} is gone; its process runs on unsupervised (output is no longer "
@@ -319,6 +320,25 @@ class ProcessRegistry:
         job = self._job(session_id)
         result = logstore.read_lines(job.dir, offset, min(limit, 100_000))
         return {"status": job.status, "session_id": job.session_id, **result}
+
+    @_safe
+    def log_bytes(self, session_id, start=None, end=None, max_bytes: int = MAX_LOG_BYTES) -> dict:
+        """Raw output bytes between absolute offsets [start, end) (None: the current end),
+        at most `max_bytes` of them (the last ones when `start` is None). `end` in the result
+        is where the returned bytes stop, `total` the current end of the output."""
+        for value, what in ((start, "start"), (end, "end")):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise BadInput(f"{what} must be a byte offset >= 0, not {value!r}")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not 0 < max_bytes <= MAX_LOG_BYTES:
+            raise BadInput(f"max_bytes must be a whole number from 1 to {MAX_LOG_BYTES}, not {max_bytes!r}")
+        job = self._job(session_id)
+        total = logstore.total_bytes(job.dir)
+        stop = total if end is None else min(end, total)
+        first = max(0, stop - max_bytes) if start is None else start
+        stop = min(stop, first + max_bytes)
+        data = logstore.read_bytes(job.dir, first, stop) if stop > first else b""
+        return {"status": job.status, "session_id": job.session_id, "start": stop - len(data), "end": stop,
+                "total": total, "data": data}
 
     @_safe
     def list(self, task_id=None, session_key=None) -> list[dict]:

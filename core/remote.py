@@ -40,8 +40,9 @@ from .stdio_server import STDIO_VERSION, decode_hook, dumps
 RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
 CONNECT_TIMEOUT = 20.0
 SCHEMES = ("ssh", "docker", "k8s")
-# Modules that never go to a remote host (they need packages the remote may not have).
-NOT_SHIPPED = frozenset({"mcp_server.py"})
+# Modules that never go to a remote host: client-side only, or needing packages (or a Python
+# newer than 3.9) the remote may not have.
+NOT_SHIPPED = frozenset({"mcp_server.py", "remote.py", "config.py"})
 
 BOOT = r"""
 import io, json, os, shutil, sys, tempfile, zipfile
@@ -107,16 +108,33 @@ class Host:
     def argv(self, remote: list[str]) -> list[str]:
         """The local command that runs `remote` (an argv) on the host with stdio attached."""
         if self.scheme == "ssh":
+            # the user's options first: for each option ssh keeps the first value it is given
             opts = shlex.split(os.environ.get("HERMES_PROCS_SSH_ARGS", ""))
             port = ["-p", str(self.port)] if self.port else []
-            return ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
-                    "-o", "ServerAliveCountMax=3", *port, *opts, "--", self.target, shlex.join(remote)]
+            return ["ssh", *opts, "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
+                    "-o", "ServerAliveCountMax=3", *_control_master(), *port, "--", self.target,
+                    shlex.join(remote)]
         if self.scheme == "docker":
             return ["docker", "exec", "-i", self.target, *remote]
         namespace, pod, container = self.extra
         ns = ["-n", namespace] if namespace else []
         ct = ["-c", container] if container else []
         return ["kubectl", "exec", "-i", *ns, pod, *ct, "--", *remote]
+
+
+def _control_master() -> list[str]:
+    """Options sharing one SSH connection per host between processes (each CLI call would
+    otherwise pay a full SSH handshake): a master kept 60 s after its last use, its socket in
+    a private folder. HERMES_PROCS_SSH_ARGS="-o ControlMaster=no" turns it off."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "hermes-procs", "ssh")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if os.stat(folder).st_uid != os.geteuid() or len(folder) > 60:
+            return []
+    except OSError:
+        return []
+    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={folder}/%C", "-o", "ControlPersist=60"]
 
 
 def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:

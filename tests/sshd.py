@@ -45,6 +45,7 @@ class Sshd:
         return f"{base}?home={home}" if home else base
 
     def stop(self) -> None:
+        self.drop_connections()  # `sshd -D` leaves its sessions running when it stops
         if self.proc.poll() is None:
             self.proc.terminate()
             try:

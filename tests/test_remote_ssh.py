@@ -1,0 +1,207 @@
+"""Jobs on a remote host through a real sshd on 127.0.0.1: the API, the CLI, drops, reconnects."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.remote import RemoteRegistry, connection, parse_host
+
+import sshd as sshd_mod
+from conftest import wait_until
+
+pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
+
+CLI = [sys.executable, "-m", "hermes_procs"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sshd")
+    srv = sshd_mod.start(base / "sshd", base / "cache")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def remote(server, tmp_path, monkeypatch):
+    """A RemoteRegistry over ssh with its own remote home (a folder of this machine)."""
+    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
+    rhome = tmp_path / "remote-home"
+    reg = ProcessRegistry(host=server.url(rhome))
+    yield reg
+    for job in reg.list() if isinstance(reg.list(), list) else []:
+        if job.get("status") == "running":
+            reg.kill(job["session_id"], grace=0.2)
+    reg.conn.close()
+
+
+def cli(server, rhome, *args, input=None, timeout=60):
+    env = {**os.environ, "HERMES_PROCS_SSH_ARGS": server.ssh_args}
+    return subprocess.run([*CLI, "--host", server.url(rhome), *args], capture_output=True, text=True,
+                          input=input, timeout=timeout, env=env)
+
+
+def test_a_job_on_the_host_runs_under_its_supervisor_there(remote, tmp_path):
+    assert isinstance(remote, RemoteRegistry)
+    job = remote.spawn("echo out; echo err >&2; exit 3")
+    assert job["status"] == "running" and job["host"] == remote.host.label
+    res = remote.wait(job["session_id"], timeout=20)
+    assert (res["status"], res["exit_code"]) == ("exited", 3)
+    assert "out\nerr" in res["output"]
+    # the job's folder is in the remote home, not in any local one
+    assert (tmp_path / "remote-home" / "jobs" / job["session_id"] / "exit.json").exists()
+    rows = remote.list()
+    assert [r["session_id"] for r in rows] == [job["session_id"]] and rows[0]["host"] == remote.host.label
+    assert remote.read_log(job["session_id"])["output"] == "out\nerr"
+    assert remote.poll("nonexistent")["status"] in ("error", "not_found")
+
+
+def test_code_is_sent_once_then_cached(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
+    url = server.url(tmp_path / "h")
+    first = ProcessRegistry(host=url).connect()
+    assert first["state"] == "connected", first
+    assert first["code"] in ("sent", "cached")
+    connection(parse_host(url)).close()
+    again = ProcessRegistry(host=url).connect()
+    assert again["code"] == "cached"
+    connection(parse_host(url)).close()
+
+
+def test_pty_stream_stdin_resize_and_kill_of_a_tree(remote, alive):
+    job = remote.spawn("cat", pty=True)
+    sid = job["session_id"]
+    with remote.stream(sid, input=True) as st:
+        assert st.pty
+        st.send(b"hello remote\r")
+        got = b""
+        deadline = time.monotonic() + 10
+        while b"hello remote" not in got and time.monotonic() < deadline:
+            got += st.read(0.5) or b""
+        assert b"hello remote" in got
+    assert remote.resize(sid, 40, 100)["status"] == "ok"
+    tree = remote.spawn("sleep 300 & sleep 300 & wait")
+    wait_until(lambda: "sleep" in open(f"/proc/{tree['pid']}/cmdline").read() or True)
+    res = remote.kill(tree["session_id"], grace=1)
+    assert res["status"] == "killed", res
+    assert remote.submit(sid, "bye")["status"] == "ok"
+    assert remote.kill(sid, grace=0.5)["status"] == "killed"
+
+
+def test_wait_is_interrupted_on_the_remote_too(remote):
+    import threading
+
+    job = remote.spawn("sleep 30")
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    res = remote.wait(job["session_id"], timeout=20, interrupt=stop)
+    assert res["status"] == "interrupted"
+    assert remote.poll(job["session_id"])["status"] == "running"
+
+
+def test_exit_code_survives_a_dropped_connection(server, remote):
+    job = remote.spawn("sleep 1; echo done; exit 7")
+    assert remote.connect()["state"] == "connected"
+    server.drop_connections()
+    wait_until(lambda: remote.status()["state"] == "unreachable", timeout=10)
+    res = remote.poll(job["session_id"])  # reconnects
+    assert res.get("host_state") != "unreachable", res
+    res = remote.wait(job["session_id"], timeout=20)
+    assert (res["status"], res["exit_code"], res["output"]) == ("exited", 7, "done\n")
+
+
+def test_unreachable_host_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", "-o ConnectTimeout=3")
+    reg = ProcessRegistry(host="ssh://root@127.0.0.1:1")
+    res = reg.list()
+    assert res["status"] == "error" and res["host_state"] == "unreachable"
+    assert "unreachable" in res["error"] and "\n" not in res["error"]
+
+
+@pytest.mark.parametrize("url", ["ftp://box", "ssh://", "ssh://-oProxyCommand=x", "box-not-configured",
+                                 "docker://a/b", "k8s://a/b/c/d", "ssh://box:99999", ""])
+def test_bad_host_urls_are_refused(url, monkeypatch, tmp_path):
+    monkeypatch.setenv("HERMES_PROCS_CONFIG", str(tmp_path / "none.toml"))
+    with pytest.raises(ValueError):
+        parse_host(url, {})
+    if not url:
+        return  # --host "" means this machine
+    res = subprocess.run([*CLI, "--host", url, "ls"], capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "HERMES_PROCS_CONFIG": str(tmp_path / "none.toml")})
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_host_names_from_the_config_file(server, tmp_path, monkeypatch):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[hosts]\nbox = "{server.url(tmp_path / "rh")}"\n')
+    monkeypatch.setenv("HERMES_PROCS_CONFIG", str(cfg))
+    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
+    reg = ProcessRegistry(host="box")
+    assert reg.host.label == server.url().split("?")[0]
+    assert reg.list() == []
+    reg.conn.close()
+
+
+def test_cli_run_ls_log_follow_write_kill(server, tmp_path):
+    rhome = tmp_path / "rh"
+    res = cli(server, rhome, "run", "--", "bash", "-c", "for i in 1 2 3; do echo line$i; sleep 0.3; done; exit 4")
+    assert res.returncode == 0, res.stderr
+    sid = res.stdout.strip()
+    follow = cli(server, rhome, "log", sid, "--follow")
+    assert follow.returncode == 0, follow.stderr
+    assert follow.stdout == "line1\nline2\nline3\n"
+    ls = cli(server, rhome, "ls", "--json")
+    rows = json.loads(ls.stdout)
+    assert rows[0]["session_id"] == sid and rows[0]["exit_code"] == 4 and rows[0]["host"]
+    cat = cli(server, rhome, "run", "--", "cat").stdout.strip()
+    assert cli(server, rhome, "submit", cat, "typed remotely").returncode == 0
+    wait_until(lambda: "typed remotely" in cli(server, rhome, "log", cat).stdout, timeout=15)
+    killed = cli(server, rhome, "kill", cat, "--json")
+    assert json.loads(killed.stdout)["status"] == "killed"
+    bad = cli(server, rhome, "poll", "abcd1234")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+def test_log_follow_has_no_gap_or_duplicate_across_a_drop(server, tmp_path):
+    rhome = tmp_path / "rh"
+    sid = cli(server, rhome, "run", "--", "bash", "-c",
+              "for i in $(seq 1 40); do echo n$i; sleep 0.1; done").stdout.strip()
+    env = {**os.environ, "HERMES_PROCS_SSH_ARGS": server.ssh_args}
+    follow = subprocess.Popen([*CLI, "--host", server.url(rhome), "log", sid, "--follow"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    server.drop_connections()  # the follow's ssh dies mid-stream
+    out, err = follow.communicate(timeout=60)
+    assert out.split() == [f"n{i}" for i in range(1, 41)], (out, err)
+
+
+def test_container_scheme_uses_the_same_transport(tmp_path, monkeypatch):
+    """docker:// through a local `docker` stand-in that runs `exec -i NAME CMD...` here
+    (no container engine runs on this machine; the transport code path is the same)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "docker").write_text(
+        '#!/bin/sh\n[ "$1" = exec ] && [ "$2" = -i ] || exit 2\nshift 3\nexec "$@"\n')
+    os.chmod(bindir / "docker", 0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    reg = ProcessRegistry(host=f"docker://web?home={tmp_path / 'ch'}")
+    job = reg.spawn("echo from-container")
+    res = reg.wait(job["session_id"], timeout=20)
+    assert (res["status"], res["output"], res["host"]) == ("exited", "from-container\n", "docker://web")
+    assert reg.status()["code"] in ("installed", "sent")
+    reg.conn.close()
+
+
+def test_k8s_argv():
+    host = parse_host("k8s://ns/pod/ctr")
+    assert host.argv(["python3", "-c", "x"]) == ["kubectl", "exec", "-i", "-n", "ns", "pod", "-c", "ctr", "--",
+                                                  "python3", "-c", "x"]
+    assert parse_host("k8s://pod").argv(["p"]) == ["kubectl", "exec", "-i", "pod", "--", "p"]
