@@ -21,6 +21,7 @@ BENCHES = [
     ("keys", "b_keys", "run"),
     ("memory", "b_memory", "run"),
     ("dashboard", "b_dashboard", "run"),
+    ("remote", "b_remote", "run"),
 ]
 
 
