@@ -15,11 +15,22 @@ from __future__ import annotations
 import signal as _signal
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime, timezone  # not datetime.UTC: this module runs on 3.9 hosts
+from enum import Enum
 from typing import Any
 
 __all__ = ["SENDABLE_SIGNALS", "JobInfo", "Outcome", "Signal", "Status", "parse_time", "shell_exit_code"]
+
+
+class StrEnum(str, Enum):
+    """`enum.StrEnum` for Python 3.9 (this module is also sent to remote hosts, which may be
+    that old): members are their values, in str() and in f-strings."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 class Status(StrEnum):
@@ -77,7 +88,7 @@ SENDABLE_SIGNALS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Signal:
     """A signal by its short name (``TERM``) and number (15)."""
 
@@ -130,14 +141,14 @@ def parse_time(value: object, default: float = 0.0) -> float:
 def iso_time(epoch: float) -> str:
     """Epoch seconds -> ISO 8601 in UTC, whole seconds (the API's `started_at`)."""
 
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")  # noqa: UP017 (3.9)
 
 
 def _opt_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class JobInfo:
     """One job as a client sees it, typed; built from an API result with `from_dict`.
 

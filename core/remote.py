@@ -253,7 +253,11 @@ class Connection:
                 raise HostUnreachable(self._unreachable())
             self._last_try = time.monotonic()
             try:
-                self._connect()
+                try:
+                    self._connect()
+                except HostUnreachable:  # e.g. a shared ssh master that just died: once more
+                    time.sleep(0.5)
+                    self._connect()
             except HostUnreachable as exc:
                 self.state, self.error = "unreachable", str(exc)
                 raise HostUnreachable(self._unreachable()) from None
@@ -565,6 +569,19 @@ class RemoteRegistry:
              **kwargs: Any) -> dict:
         """As `ProcessRegistry.wait`; setting `interrupt` stops the remote wait too."""
         return self._call("wait", (session_id,), {"timeout": timeout, **kwargs}, cancel=interrupt)
+
+    def spawn(self, command: Any, **kwargs: Any) -> dict:
+        """As `ProcessRegistry.spawn`, on the host; the host is remembered on this machine so its
+        dashboard shows the job next to local ones (core/hosts.py)."""
+        result = self._call("spawn", (command,), kwargs)
+        if result.get("status") == "running":
+            try:
+                from .hosts import remember
+
+                remember(self.host.url)
+            except (OSError, ValueError):  # best effort: the job runs either way
+                pass
+        return result
 
     def stream(self, session_id: Any, input: bool = False, source: str = "human") -> RemoteStream:
         """A live attach, as `ProcessRegistry.stream` (raises on failure)."""

@@ -176,9 +176,11 @@ def test_log_follow_has_no_gap_or_duplicate_across_a_drop(server, tmp_path):
     env = {**os.environ, "HERMES_PROCS_SSH_ARGS": server.ssh_args}
     follow = subprocess.Popen([*CLI, "--host", server.url(rhome), "log", sid, "--follow"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(1.5)
+    first = follow.stdout.readline()  # following now
     server.drop_connections()  # the follow's ssh dies mid-stream
-    out, err = follow.communicate(timeout=60)
+    out = first + follow.stdout.read()  # (communicate() would skip what readline buffered)
+    err = follow.stderr.read()
+    follow.wait(timeout=60)
     assert out.split() == [f"n{i}" for i in range(1, 41)], (out, err)
 
 
@@ -205,3 +207,29 @@ def test_k8s_argv():
     assert host.argv(["python3", "-c", "x"]) == ["kubectl", "exec", "-i", "-n", "ns", "pod", "-c", "ctr", "--",
                                                   "python3", "-c", "x"]
     assert parse_host("k8s://pod").argv(["p"]) == ["kubectl", "exec", "-i", "pod", "--", "p"]
+
+
+def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path):
+    """The dashboard's HostSet: merged list with host, calls routed by id, logs mirrored."""
+    from hermes_procs.core.hosts import HostSet
+
+    view = HostSet(registry, [remote.host.url])
+    here = registry.spawn("sleep 30", name="local-one")
+    there = remote.spawn("for i in 1 2 3; do echo remote-$i; done; sleep 30", name="remote-one")
+    rows = {r["name"]: r for r in view.list()}
+    assert rows["local-one"]["host"] == "" and rows["remote-one"]["host"] == remote.host.label
+    assert view.poll(there["session_id"])["host"] == remote.host.label
+    assert view.poll(here["session_id"])["status"] == "running"
+    # the log of the remote job appears in a local mirror file (what the log pane reads)
+    wait_until(lambda: view.log_files(there["session_id"])
+               and b"remote-3" in view.log_files(there["session_id"])[0].read_bytes(), timeout=15)
+    assert view.host_states()[0]["state"] == "connected"
+    # a dropped connection keeps the host's rows, marked unreachable, not lost
+    remote.conn.close()
+    remote.conn.state = "unreachable"
+    remote.conn._last_try = time.monotonic() + 3600
+    rows = {r["name"]: r for r in view.list()}
+    assert rows["remote-one"]["host_state"] == "unreachable" and rows["remote-one"]["status"] == "running"
+    remote.conn._last_try = 0
+    assert view.kill(there["session_id"], grace=0.5)["status"] == "killed"
+    assert view.kill(here["session_id"], grace=0.5)["status"] == "killed"
