@@ -225,11 +225,15 @@ def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path):
                and b"remote-3" in view.log_files(there["session_id"])[0].read_bytes(), timeout=15)
     assert view.host_states()[0]["state"] == "connected"
     # a dropped connection keeps the host's rows, marked unreachable, not lost
-    remote.conn.close()
-    remote.conn.state = "unreachable"
-    remote.conn._last_try = time.monotonic() + 3600
+    good = os.environ["HERMES_PROCS_SSH_ARGS"]
+    os.environ["HERMES_PROCS_SSH_ARGS"] = good + " -o Port=1"  # the host cannot be reached now
+    server.drop_connections()
+    wait_until(lambda: remote.status()["state"] == "unreachable", timeout=20)
     rows = {r["name"]: r for r in view.list()}
     assert rows["remote-one"]["host_state"] == "unreachable" and rows["remote-one"]["status"] == "running"
-    remote.conn._last_try = 0
-    assert view.kill(there["session_id"], grace=0.5)["status"] == "killed"
+    assert view.host_states()[0]["state"] == "unreachable"
+    os.environ["HERMES_PROCS_SSH_ARGS"] = good
+    remote.conn._last_try = 0  # no need to wait for the next reconnect slot
+    res = view.kill(there["session_id"], grace=0.5)
+    assert res["status"] == "killed", res
     assert view.kill(here["session_id"], grace=0.5)["status"] == "killed"
