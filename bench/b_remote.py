@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from hermes_procs.core import ProcessRegistry
 
@@ -25,20 +23,20 @@ def run(cfg: Config) -> list[Row]:
     why = sshd.available()
     if why:
         return [Row("remote (ssh)", "", error=why)]
-    base = Path(tempfile.mkdtemp(prefix="hpr", dir="/tmp"))
-    server = sshd.start(base / "sshd", base / "cache")
+    server = sshd.start()
+    rhome = server.home_dir()
     old = os.environ.get("HERMES_PROCS_SSH_ARGS")
     os.environ["HERMES_PROCS_SSH_ARGS"] = server.ssh_args
     try:
         with temp_home() as home:
             local = ProcessRegistry(home=home)
-            remote = ProcessRegistry(host=server.url(base / "rh"))
+            remote = ProcessRegistry(host=server.url(rhome))
             if remote.connect()["state"] != "connected":
                 return [Row("remote (ssh)", "", error=str(remote.status()))]
             return [*_spawn(cfg, local, remote), *_keys(cfg, local, remote), *_list(cfg, local, remote),
                     *_stream(cfg, local, remote)]
     finally:
-        kill_supervisors(base / "rh")
+        kill_supervisors(rhome)
         server.stop()
         if old is None:
             os.environ.pop("HERMES_PROCS_SSH_ARGS", None)

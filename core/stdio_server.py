@@ -159,7 +159,6 @@ class Server:
 
 def main(home: Optional[str] = None, code: str = "installed") -> int:
     """Serve the registry of `home` (the remote user's default home when None)."""
-    import hermes_procs
     from hermes_procs.core.registry import ProcessRegistry
 
     out = sys.stdout.buffer
@@ -170,7 +169,7 @@ def main(home: Optional[str] = None, code: str = "installed") -> int:
         out.write(dumps({"hello": "hermes-procs", "v": STDIO_VERSION, "error": f"cannot open home: {exc}"}))
         out.flush()
         return 1
-    hello = {"hello": "hermes-procs", "v": STDIO_VERSION, "version": getattr(hermes_procs, "__version__", "?"),
+    hello = {"hello": "hermes-procs", "v": STDIO_VERSION, "version": getattr(sys.modules.get("hermes_procs"), "__version__", "?"),
              "home": str(registry.home), "code": code,
              "python": "%d.%d.%d" % sys.version_info[:3]}
     Server(registry, sys.stdin.buffer, out).serve(hello)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,19 +23,20 @@ CLI = [sys.executable, "-m", "hermes_procs"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("sshd")
-    srv = sshd_mod.start(base / "sshd", base / "cache")
+def server():
+    srv = sshd_mod.start()
     yield srv
     srv.stop()
+    shutil.rmtree(srv.dir, ignore_errors=True)
 
 
 @pytest.fixture
 def remote(server, tmp_path, monkeypatch):
     """A RemoteRegistry over ssh with its own remote home (a folder of this machine)."""
     monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
-    rhome = tmp_path / "remote-home"
+    rhome = server.home_dir()
     reg = ProcessRegistry(host=server.url(rhome))
+    reg.test_home = rhome
     yield reg
     for job in reg.list() if isinstance(reg.list(), list) else []:
         if job.get("status") == "running":
@@ -48,7 +50,7 @@ def cli(server, rhome, *args, input=None, timeout=60):
                           input=input, timeout=timeout, env=env)
 
 
-def test_a_job_on_the_host_runs_under_its_supervisor_there(remote, tmp_path):
+def test_a_job_on_the_host_runs_under_its_supervisor_there(remote):
     assert isinstance(remote, RemoteRegistry)
     job = remote.spawn("echo out; echo err >&2; exit 3")
     assert job["status"] == "running" and job["host"] == remote.host.label
@@ -56,7 +58,7 @@ def test_a_job_on_the_host_runs_under_its_supervisor_there(remote, tmp_path):
     assert (res["status"], res["exit_code"]) == ("exited", 3)
     assert "out\nerr" in res["output"]
     # the job's folder is in the remote home, not in any local one
-    assert (tmp_path / "remote-home" / "jobs" / job["session_id"] / "exit.json").exists()
+    assert (remote.test_home / "jobs" / job["session_id"] / "exit.json").exists()
     rows = remote.list()
     assert [r["session_id"] for r in rows] == [job["session_id"]] and rows[0]["host"] == remote.host.label
     assert remote.read_log(job["session_id"])["output"] == "out\nerr"
@@ -65,7 +67,7 @@ def test_a_job_on_the_host_runs_under_its_supervisor_there(remote, tmp_path):
 
 def test_code_is_sent_once_then_cached(server, tmp_path, monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
-    url = server.url(tmp_path / "h")
+    url = server.url(server.home_dir())
     first = ProcessRegistry(host=url).connect()
     assert first["state"] == "connected", first
     assert first["code"] in ("sent", "cached")
@@ -140,7 +142,7 @@ def test_bad_host_urls_are_refused(url, monkeypatch, tmp_path):
 
 def test_host_names_from_the_config_file(server, tmp_path, monkeypatch):
     cfg = tmp_path / "config.toml"
-    cfg.write_text(f'[hosts]\nbox = "{server.url(tmp_path / "rh")}"\n')
+    cfg.write_text(f'[hosts]\nbox = "{server.url(server.home_dir())}"\n')
     monkeypatch.setenv("HERMES_PROCS_CONFIG", str(cfg))
     monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
     reg = ProcessRegistry(host="box")
@@ -150,7 +152,7 @@ def test_host_names_from_the_config_file(server, tmp_path, monkeypatch):
 
 
 def test_cli_run_ls_log_follow_write_kill(server, tmp_path):
-    rhome = tmp_path / "rh"
+    rhome = server.home_dir()
     res = cli(server, rhome, "run", "--", "bash", "-c", "for i in 1 2 3; do echo line$i; sleep 0.3; done; exit 4")
     assert res.returncode == 0, res.stderr
     sid = res.stdout.strip()
@@ -170,7 +172,7 @@ def test_cli_run_ls_log_follow_write_kill(server, tmp_path):
 
 
 def test_log_follow_has_no_gap_or_duplicate_across_a_drop(server, tmp_path):
-    rhome = tmp_path / "rh"
+    rhome = server.home_dir()
     sid = cli(server, rhome, "run", "--", "bash", "-c",
               "for i in $(seq 1 40); do echo n$i; sleep 0.1; done").stdout.strip()
     env = {**os.environ, "HERMES_PROCS_SSH_ARGS": server.ssh_args}
