@@ -62,7 +62,8 @@ class Sshd:
 
     def stop(self) -> None:
         self.drop_connections()  # `sshd -D` leaves its sessions running when it stops
-        subprocess.run(["pkill", "-KILL", "-u", USER], capture_output=True)  # the user's leftovers
+        # what ran from this server's code cache (templates, supervisors), not another server's
+        subprocess.run(["pkill", "-KILL", "-u", USER, "-f", str(self.dir)], capture_output=True)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
