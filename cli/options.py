@@ -48,11 +48,10 @@ def registry(home: Optional[str]) -> Any:
     """The ProcessRegistry over `home`; a CliError when the home cannot be used."""
     from hermes_procs.core import ProcessRegistry
 
+    remote = os.environ.get("HERMES_PROCS_HOST") not in (None, "", "local")  # set by --host
     try:
-        return ProcessRegistry(home=home)  # --host sets $HERMES_PROCS_HOST (cli/app.py)
-    except ValueError as exc:  # a bad --host URL or an unknown host name
-        raise CliError(str(exc)) from exc
+        return ProcessRegistry(home=home)
     except Exception as exc:  # noqa: BLE001 - bad home, permissions, ...: one line for the user
-        host = os.environ.get("HERMES_PROCS_HOST")
-        where = f" on {host}" if host not in (None, "", "local") else ""
-        raise CliError(f"cannot open state home {home or '(default)'}{where}: {exc}") from exc
+        if remote and isinstance(exc, ValueError):  # a bad host URL or unknown host name
+            raise CliError(str(exc)) from exc
+        raise CliError(f"cannot open state home {home or '(default)'}: {exc}") from exc
