@@ -21,8 +21,9 @@ def config_path() -> Path:
     explicit = os.environ.get("HERMES_PROCS_CONFIG")
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "hermes-procs" / "config.toml"
+    base = os.environ.get("XDG_CONFIG_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".config"  # XDG: ignore relative
+    return root / "hermes-procs" / "config.toml"
 
 
 def load() -> dict[str, Any]:

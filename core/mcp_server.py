@@ -67,6 +67,13 @@ SessionId = Annotated[
                       "a unique prefix of at least 4 hex characters also works."),
 ]
 
+HostArg = Annotated[
+    str | None,
+    Field(description="Run on / look at another machine: ssh://[user@]host[:port], docker://CONTAINER, "
+                      "k8s://[NAMESPACE/]POD[/CONTAINER] or a host name from the config file. Omit for "
+                      "this machine (or the server's HERMES_PROCS_HOST)."),
+]
+
 Result = Annotated[CallToolResult, dict[str, Any]]
 
 _ERROR_STATUSES = ("error", "not_found")
@@ -113,31 +120,34 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
                                                                "printed nothing for this many seconds.")] = None,
         task_id: Annotated[str | None, Field(description="Optional task label to group jobs "
                                                          "(process_list can filter by it).")] = None,
+        host: HostArg = None,
     ) -> Result:
         """Start a background job; returns its session_id and pid (status 'running')."""
-        return call({"action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
+        return call({"host": host, "action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
                      "notify_on_complete": notify_on_complete, "watch_patterns": watch_patterns,
                      "max_runtime": max_runtime, "env": env, "quiet_after": quiet_after}, task_id=task_id or None)
 
     def process_list(
         task_id: Annotated[str | None, Field(description="Only the jobs started with this task_id.")] = None,
+        host: HostArg = None,
     ) -> Result:
         """List jobs, newest first: {"processes": [{session_id, name, command, status, pid, ...}]}."""
-        return call({"action": "list"}, task_id=task_id or None)
+        return call({"host": host, "action": "list"}, task_id=task_id or None)
 
-    def process_poll(session_id: SessionId) -> Result:
+    def process_poll(session_id: SessionId, host: HostArg = None) -> Result:
         """Status of a job ('running' or 'exited') with the last 1000 characters of output; when exited also
         exit_code, completion_reason (exited, killed, timed_out, lost) and signal."""
-        return call({"action": "poll", "session_id": session_id})
+        return call({"host": host, "action": "poll", "session_id": session_id})
 
     def process_log(
         session_id: SessionId,
         offset: Annotated[int | None, Field(ge=0, description="First line to return (0 = the first line). "
                                                               "Omit for the last `limit` lines.")] = None,
         limit: Annotated[int, Field(ge=1, description="How many lines to return.")] = 200,
+        host: HostArg = None,
     ) -> Result:
         """Output lines of a job (ANSI stripped) with total_lines, so a long log can be paged."""
-        return call({"action": "log", "session_id": session_id, "offset": offset, "limit": limit})
+        return call({"host": host, "action": "log", "session_id": session_id, "offset": offset, "limit": limit})
 
     def process_wait(
         session_id: SessionId,
@@ -146,42 +156,46 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         until: Annotated[str, Field(description="'exit', 'input' (blocked reading stdin: a prompt), "
                                                 "'quiet:SECONDS', 'output:REGEX' (new output matches) or "
                                                 "'port:N' (listens on TCP port N).")] = "exit",
+        host: HostArg = None,
     ) -> Result:
         """Block until the job exits, or until the `until` condition holds, or the timeout passes. `reason`
         says why: exited, awaiting_input, quiet, matched (with `matched`), port_open, timeout."""
-        return call({"action": "wait", "session_id": session_id, "timeout": timeout, "until": until})
+        return call({"host": host, "action": "wait", "session_id": session_id, "timeout": timeout, "until": until})
 
     def process_kill(
         session_id: SessionId,
         grace: Annotated[float | None, Field(ge=0, description="Seconds between SIGTERM and SIGKILL "
                                                                "(default 3).")] = None,
+        host: HostArg = None,
     ) -> Result:
         """Kill the job's whole process tree (SIGTERM, then SIGKILL after the grace period)."""
-        return call({"action": "kill", "session_id": session_id, "grace": grace})
+        return call({"host": host, "action": "kill", "session_id": session_id, "grace": grace})
 
     def process_write(
         session_id: SessionId,
         data: Annotated[str, Field(description="Text sent to the job's stdin exactly as given (no Enter).")],
+        host: HostArg = None,
     ) -> Result:
         """Send raw text to the job's stdin without pressing Enter."""
-        return call({"action": "write", "session_id": session_id, "data": data})
+        return call({"host": host, "action": "write", "session_id": session_id, "data": data})
 
     def process_submit(
         session_id: SessionId,
         data: Annotated[str, Field(description="The line to type before Enter (empty: just press "
                                                "Enter).")] = "",
+        host: HostArg = None,
     ) -> Result:
         """Type a line into the job and press Enter (answers prompts, runs REPL statements)."""
-        return call({"action": "submit", "session_id": session_id, "data": data})
+        return call({"host": host, "action": "submit", "session_id": session_id, "data": data})
 
-    def process_close(session_id: SessionId) -> Result:
+    def process_close(session_id: SessionId, host: HostArg = None) -> Result:
         """Close the job's stdin (EOF; Ctrl-D for a pty job)."""
-        return call({"action": "close", "session_id": session_id})
+        return call({"host": host, "action": "close", "session_id": session_id})
 
-    def process_screen(session_id: SessionId) -> Result:
+    def process_screen(session_id: SessionId, host: HostArg = None) -> Result:
         """The terminal screen of a pty job as text: rows, cols, lines, cursor [row, col], alternate_screen.
         For full-screen programs (installers, REPLs, top, vim) whose log is mostly escape codes."""
-        return call({"action": "screen", "session_id": session_id})
+        return call({"host": host, "action": "screen", "session_id": session_id})
 
     def process_search(
         pattern: Annotated[str, Field(description="A regular expression (Python syntax) matched against each "
@@ -191,16 +205,17 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         context: Annotated[int, Field(ge=0, description="Lines shown before and after each match.")] = 2,
         limit: Annotated[int, Field(ge=1, description="How many matches to return (total counts all).")] = 50,
         task_id: Annotated[str | None, Field(description="Without session_id: only this task's jobs.")] = None,
+        host: HostArg = None,
     ) -> Result:
         """Search whole job logs: {"matches": [{session_id, line_no, line, before, after}], "total"}; line_no
         is the offset to pass to process_log."""
-        return call({"action": "search", "session_id": _coerce_id(session_id), "pattern": pattern,
+        return call({"host": host, "action": "search", "session_id": _coerce_id(session_id), "pattern": pattern,
                      "context": context, "limit": limit, "all": not task_id}, task_id=task_id or None)
 
-    def process_restart(session_id: SessionId) -> Result:
+    def process_restart(session_id: SessionId, host: HostArg = None) -> Result:
         """Run a job's command again (same cwd, env, pty and options) as a new job whose rerun_of is the old
         id; a job still running is killed first. The old job keeps its log."""
-        return call({"action": "restart", "session_id": session_id})
+        return call({"host": host, "action": "restart", "session_id": session_id})
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     for fn in (process_start, process_list, process_poll, process_log, process_wait, process_kill,

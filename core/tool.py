@@ -114,6 +114,12 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "additionalProperties": {"type": "string"},
                 "description": "start: extra environment variables for the job.",
             },
+            "host": {
+                "type": "string",
+                "description": "Any action: run on / look at another machine (ssh://[user@]host[:port], "
+                "docker://CONTAINER, k8s://[NAMESPACE/]POD[/CONTAINER] or a host name from the config "
+                "file). Omit for this machine. Use the same host for every action on that job.",
+            },
             "session_id": {
                 "type": "string",
                 "description": "The job's id from start or list (proc_ + 12 hex); a unique prefix of "
@@ -185,6 +191,22 @@ def default_registry():
 
                 _default = ProcessRegistry()
     return _default
+
+
+_hosts: dict[str, Any] = {}
+
+
+def _host_registry(host: str):
+    """The registry of a remote host (core/remote.py), one per host for this process."""
+    with _default_lock:
+        if host not in _hosts:
+            from .registry import ProcessRegistry
+
+            try:
+                _hosts[host] = ProcessRegistry(host=host)
+            except ValueError as exc:  # a bad URL or an unknown host name
+                raise _ArgError(f"argument 'host': {exc}") from None
+        return _hosts[host]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,6 +315,9 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
     if task_id is not None and not isinstance(task_id, str):
         task_id = str(task_id)
     reg = registry if registry is not None else default_registry()
+    host = _get(args, "host", str)
+    if host:
+        reg = _host_registry(host)
 
     if action == "start":
         command = _get(args, "command", str, required=True)

@@ -239,3 +239,27 @@ def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path):
     res = view.kill(there["session_id"], grace=0.5)
     assert res["status"] == "killed", res
     assert view.kill(here["session_id"], grace=0.5)["status"] == "killed"
+
+
+def test_agent_tool_and_mcp_take_a_host(tmp_path, monkeypatch):
+    """The `process` tool's and the MCP tools' `host` argument (through the docker stand-in)."""
+    from hermes_procs.core.mcp_server import build_server
+    from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "docker").write_text('#!/bin/sh\nshift 3\nexec "$@"\n')
+    os.chmod(bindir / "docker", 0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    host = f"docker://box?home={tmp_path / 'bh'}"
+    assert "host" in PROCESS_TOOL_SCHEMA["parameters"]["properties"]
+    started = json.loads(handle_process({"action": "start", "command": "echo on-box", "host": host}))
+    assert started["status"] == "running" and started["host"] == "docker://box"
+    done = json.loads(handle_process({"action": "wait", "session_id": started["session_id"], "host": host}))
+    assert (done["status"], done["output"]) == ("exited", "on-box\n")
+    assert (tmp_path / "bh" / "jobs" / started["session_id"]).is_dir()
+    bad = json.loads(handle_process({"action": "list", "host": "ftp://x"}))
+    assert bad["status"] == "error" and "host" in bad["error"]
+    server = build_server(home=str(tmp_path / "local"))
+    assert server is not None

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.style import Style
+
+from hermes_procs.core.config import config_path
 from rich.errors import StyleSyntaxError
 
 __all__ = ["Config", "HighlightRule", "DEFAULT_HIGHLIGHTS", "config_dir", "load_config", "remember_theme"]
@@ -63,14 +65,13 @@ class Config:
 
 
 def config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or ""
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".config"
-    return root / "hermes-procs"
+    """The folder of the config file (core.config.config_path: one rule for every reader)."""
+    return config_path().parent
 
 
 def load_config(path: Path | None = None) -> Config:
     """The settings in ``path`` (default: the XDG location); defaults where it says nothing."""
-    path = path or config_dir() / "config.toml"
+    path = path or config_path()
     cfg = Config(path=path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
