@@ -25,7 +25,7 @@ def capture(name: str) -> str:
     return tmux("capture-pane", "-p", "-t", name)
 
 
-def wait_screen(name: str, predicate, timeout: float = 10.0, what: str = "") -> str:
+def wait_screen(name: str, predicate, timeout: float = 30.0, what: str = "") -> str:
     deadline = time.monotonic() + timeout
     while True:
         text = capture(name)

@@ -58,7 +58,7 @@ class Tmux:
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", "t").stdout
 
-    def wait(self, text: str, timeout: float = 10.0) -> str:
+    def wait(self, text: str, timeout: float = 30.0) -> str:
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
