@@ -16,10 +16,11 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Callable
 
 from textual.message import Message
+
+from hermes_procs.core.model import parse_time
 
 __all__ = ["JobRow", "Sampler", "status_label"]
 
@@ -39,17 +40,6 @@ def status_label(job: dict[str, Any]) -> str:
         code = job.get("exit_code")
         return f"exited {code}" if code is not None else "exited"
     return reason.replace("_", " ")
-
-
-def _parse_ts(value: Any) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return 0.0
-    return 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +235,7 @@ class Sampler(threading.Thread):
             status="running" if running else "exited",
             label=status_label(job),
             exit_code=job.get("exit_code"),
-            started=_parse_ts(job.get("started_at")),
+            started=parse_time(job.get("started_at")),
             uptime=float(job.get("uptime_seconds") or 0.0),
             cpu=job.get("cpu_percent") if running else None,
             rss=job.get("rss_bytes") if running else None,
