@@ -486,7 +486,10 @@ class ProcessRegistry:
             return "exited", None, {}
         step = wait_until.POLL_STEP if (interrupt or check) else None
         with sock:
-            sock.sendall(b'{"op": "wait"}\n')
+            try:
+                sock.sendall(b'{"op": "wait"}\n')
+            except OSError:  # it died between connect and send: the caller looks again
+                return "exited", None, {}
             while True:
                 met = check() if check else None
                 if met:

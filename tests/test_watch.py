@@ -39,8 +39,10 @@ def test_new_job_and_exit_wake_the_watch(registry, home, pushed):
 
 
 def test_output_does_not_wake_the_watch(registry, home):
-    job = registry.spawn("read line; seq 1 20000; read again")
-    wait_until(lambda: _started(home))
+    # the job waits for input first (its awaiting_input event is a real change: let it pass),
+    # then only prints: 20,000 lines of output are no change of state
+    job = registry.spawn("read line; seq 1 20000; exec sleep 60")
+    wait_until(lambda: _started(home) and b'"awaiting_input"' in (home / "events.jsonl").read_bytes())
     with HomeWatch(home) as watch:
         registry.submit(job["session_id"], "x")
         wait_until(lambda: "20000" in registry.poll(job["session_id"])["output_preview"])
