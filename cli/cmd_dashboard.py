@@ -6,6 +6,7 @@ never imports tui/ (import-linter checks it).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Any, Optional, Protocol
 
@@ -41,11 +42,28 @@ def _plugged() -> Dashboard:
 
 
 def open_dashboard(home: Optional[str], demo: bool) -> None:
+    """The dashboard over `home`, with the remote hosts of --host ($HERMES_PROCS_HOST), the
+    config file and the memory of this home (core/hosts.py)."""
+    _check_host()
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
     rc = _plugged().run(home, demo)
     if rc:
         raise typer.Exit(rc)
+
+
+def _check_host() -> None:
+    """A bad --host is one line, before any terminal is taken over."""
+    host = os.environ.get("HERMES_PROCS_HOST")
+    if host in (None, "", "local"):
+        return
+    from hermes_procs.core.config import ConfigError, host_aliases
+    from hermes_procs.core.remote import parse_host
+
+    try:
+        parse_host(host, host_aliases())
+    except (ValueError, ConfigError) as exc:
+        raise CliError(str(exc)) from None
 
 
 @app.command("tui")

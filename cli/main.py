@@ -16,7 +16,8 @@ import typer
 from typer import _click
 
 # isort: off  (the order of these imports is the order of the commands in --help)
-from . import cmd_control, cmd_dashboard, cmd_input, cmd_jobs, cmd_service, cmd_agent  # noqa: F401 - they add the commands
+from . import (cmd_control, cmd_dashboard, cmd_input, cmd_jobs, cmd_service,  # noqa: F401 - they add the commands
+               cmd_agent, cmd_hosts)
 
 # isort: on
 from .app import app

@@ -28,6 +28,7 @@ from .registry import ProcessRegistry
 
 KNOWN = "remote-hosts.json"
 MIRROR_EVERY = 0.25  # seconds between mirror refreshes of a running remote job
+LIST_BUDGET = 1.0  # seconds list() waits for a remote host before showing its last rows
 
 
 def remember(url: str, home: str | os.PathLike | None = None) -> None:
@@ -61,6 +62,37 @@ def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike 
     return out
 
 
+def dashboard_registry(home: str | os.PathLike | None = None, hosts: list[str] | None = None) -> Any:
+    """What a dashboard shows: this machine's registry over `home`, joined (as a HostSet) by the
+    remote hosts of `hosts`, $HERMES_PROCS_HOST, the config file's [hosts] and the remembered
+    ones; the plain local registry when there are none. Raises ValueError for a bad explicit
+    host (a host from the config or the memory that is broken shows as `invalid` instead)."""
+    from .config import ConfigError, host_aliases
+    from .remote import parse_host
+
+    explicit = [h for h in [*(hosts or []), os.environ.get("HERMES_PROCS_HOST") or ""] if h and h != "local"]
+    try:
+        aliases = host_aliases()
+    except ConfigError:
+        aliases = {}
+    for url in explicit:
+        parse_host(url, aliases)
+    local = ProcessRegistry(home=home, host="local")
+    remote = configured_hosts(explicit, home)
+    return HostSet(local, remote) if remote else local
+
+
+def forget(url: str, home: str | os.PathLike | None = None) -> bool:
+    """Stop showing a remembered host (its jobs keep running there). False: it was not remembered."""
+    hosts = remembered(home)
+    label = url.split("?", 1)[0]
+    kept = [h for h in hosts if h != url and h.split("?", 1)[0] != label]
+    if kept == hosts:
+        return False
+    write_json_atomic(ensure_private_dir(resolve_home(home)) / KNOWN, {"hosts": kept})
+    return True
+
+
 class HostSet:
     """This machine's registry and the remote ones, behind the ProcessRegistry methods."""
 
@@ -79,7 +111,10 @@ class HostSet:
                 continue
             self.remotes[reg.host.label] = reg
         self._where: dict[str, str] = {}  # session id -> host label ("" = local)
-        self._last: dict[str, list[dict]] = {}
+        self._last: dict[tuple, list[dict]] = {}  # (label, list args) -> the last rows
+        self._fresh: dict[tuple, Any] = {}  # results of the background lists not yet taken
+        self._fetching: dict[tuple, threading.Thread] = {}
+        self.names = _short_names(self.remotes)
         self._mirrors: dict[str, _Mirror] = {}
         self._lock = threading.Lock()
 
@@ -89,10 +124,10 @@ class HostSet:
         out = []
         for label, reg in self.remotes.items():
             st = reg.status()
-            out.append({"host": label, "state": st["state"], "error": st["error"],
-                        "jobs": len(self._last.get(label, []))})
+            out.append({"host": label, "name": self.host_name(label), "state": st["state"],
+                         "error": st["error"], "jobs": len(self._last.get((label, (None, None)), []))})
         for url, err in self.errors.items():
-            out.append({"host": url, "state": "invalid", "error": err, "jobs": 0})
+            out.append({"host": url, "name": url, "state": "invalid", "error": err, "jobs": 0})
         return out
 
     def registry_for(self, session_id: Any) -> Any:
@@ -105,25 +140,85 @@ class HostSet:
 
     # ---- the merged list
     def list(self, task_id: Any = None, session_key: Any = None) -> list[dict]:
+        """Every host's jobs, newest first, each row with `host` ("" = this machine). A remote
+        host gets LIST_BUDGET seconds: a slow or unreachable one shows its last known rows
+        (marked `host_state`) and is asked again in the background, never holding up the rest."""
         rows = [dict(r, host="") for r in _rows(self.local.list(task_id, session_key))]
-        results: dict[str, Any] = {}
-        threads = [threading.Thread(target=lambda lb=label, rg=reg: results.__setitem__(
-            lb, rg.list(task_id, session_key)), daemon=True) for label, reg in self.remotes.items()]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-        for label in self.remotes:
-            got = results.get(label)
+        key = (task_id, session_key)
+        fetches = {label: self._fetch(label, reg, key) for label, reg in self.remotes.items()}
+        deadline = time.monotonic() + LIST_BUDGET
+        for thread in fetches.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        seen = {r["session_id"] for r in rows if "session_id" in r}
+        for label, reg in self.remotes.items():
+            with self._lock:
+                got = self._fresh.pop((label, key), None)
             if isinstance(got, list):
-                self._last[label] = got
-                rows.extend(got)
-            else:  # unreachable: the last rows we had, marked so
-                rows.extend(dict(r, host_state="unreachable") for r in self._last.get(label, []))
+                self._last[(label, key)] = got
+            state = reg.status()["state"]
+            for row in self._last.get((label, key), []):
+                if row.get("session_id") in seen:  # the same host reached under two names
+                    continue
+                seen.add(row.get("session_id"))
+                rows.append(row if state == "connected" else dict(row, host_state="unreachable"))
         with self._lock:
             self._where = {r["session_id"]: r.get("host", "") for r in rows if "session_id" in r}
         rows.sort(key=lambda r: r.get("started_at") or "", reverse=True)
         return rows
+
+    def _fetch(self, label: str, reg: Any, key: tuple) -> threading.Thread:
+        """The thread asking `reg` for its list (a new one unless the last is still waiting)."""
+        with self._lock:
+            thread = self._fetching.get((label, key))
+            if thread is not None and thread.is_alive():
+                return thread
+
+            def run() -> None:
+                try:
+                    got = reg.list(*key)
+                except Exception as exc:  # the dashboard must not die of one host
+                    got = {"status": "error", "error": str(exc)}
+                with self._lock:
+                    self._fresh[(label, key)] = got
+
+            thread = self._fetching[(label, key)] = threading.Thread(
+                target=run, daemon=True, name=f"list-{label}")
+            thread.start()
+            return thread
+
+    # ---- calls that name no job
+    def spawn(self, command: Any, host: str | None = None, **kwargs: Any) -> dict:
+        """Start a job on `host` (a label or URL of one of the set's hosts, or a new URL; None or
+        "" = this machine)."""
+        if not host or host == "local":
+            return self.local.spawn(command, **kwargs)
+        reg = self.remotes.get(host) or next((r for label, r in self.remotes.items()
+                                              if host in (r.host.url, self.names.get(label))), None)
+        if reg is None:
+            from .remote import RemoteRegistry
+
+            try:
+                reg = RemoteRegistry(host)
+            except ValueError as exc:
+                return {"status": "error", "error": str(exc)}
+            self.remotes[reg.host.label] = reg
+        return reg.spawn(command, **kwargs)
+
+    def drain_events(self, *args: Any, **kwargs: Any) -> Any:
+        return self.local.drain_events(*args, **kwargs)
+
+    def forget_consumer(self, *args: Any, **kwargs: Any) -> Any:
+        return self.local.forget_consumer(*args, **kwargs)
+
+    def host_name(self, label: str) -> str:
+        """A short name for a host label: its name in the config file, else host[:port]
+        (docker://web -> docker:web); "local" for this machine."""
+        if not label:
+            return "local"
+        if label in self.names:
+            return self.names[label]
+        scheme, _, rest = label.partition("://")
+        return rest.rsplit("@", 1)[-1] if scheme == "ssh" else f"{scheme}:{rest}"
 
     # ---- per-job calls go to the job's host
     def stream(self, session_id: Any, input: bool = False, source: str = "human") -> Any:
@@ -165,6 +260,18 @@ class HostSet:
             return getattr(self.registry_for(session_id), name)(session_id, *args, **kwargs)
 
         return call
+
+
+def _short_names(remotes: dict) -> dict[str, str]:
+    """label -> the host's name in the config file's [hosts] (when it has one)."""
+    from .config import ConfigError, host_aliases
+
+    try:
+        aliases = host_aliases()
+    except ConfigError:
+        return {}
+    by_url = {url.split("?", 1)[0]: name for name, url in aliases.items()}
+    return {label: by_url[label] for label in remotes if label in by_url}
 
 
 def _rows(result: Any) -> list[dict]:

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
 from hermes_procs.core import ProcessRegistry
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_defaults(tmp_path_factory):
+    """Nothing a test does reaches the user's own state home or config file: the defaults point
+    into the session's temporary folder (tests that need their own set the variables again)."""
+    base = tmp_path_factory.mktemp("defaults")
+    saved = {k: os.environ.get(k) for k in ("HERMES_PROCS_HOME", "XDG_CONFIG_HOME", "HERMES_PROCS_HOST")}
+    os.environ["HERMES_PROCS_HOME"] = str(base / "home")
+    os.environ["XDG_CONFIG_HOME"] = str(base / "config")
+    os.environ.pop("HERMES_PROCS_HOST", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.hosts import dashboard_registry
 
 from .config import Config, load_config, remember_theme
 from .help import HelpScreen, palette_entries
@@ -42,7 +43,7 @@ class HermesApp(App):
                  sample_interval: float = 1.0, home_label: str | None = None,
                  config: Config | None = None) -> None:
         super().__init__()
-        self.registry = registry if registry is not None else ProcessRegistry(home=home)
+        self.registry = registry if registry is not None else dashboard_registry(home)
         self.config = config if config is not None else load_config()
         self.main = MainScreen(self.registry, sample_interval=sample_interval, home_label=home_label)
 
@@ -92,10 +93,11 @@ class HermesApp(App):
             self.push_screen(HelpScreen())
 
 
-def run(home: str | None = None, demo: bool = False) -> int:
-    """Open the dashboard on ``home`` (None: the default state home); with ``demo`` start the
-    sample jobs first.  Returns 0.  Jobs keep running after the dashboard closes."""
-    registry = ProcessRegistry(home=home)
+def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = None) -> int:
+    """Open the dashboard on ``home`` (None: the default state home) and the remote ``hosts``
+    (with the configured and remembered ones: core/hosts.py); with ``demo`` start the sample
+    jobs first.  Returns 0.  Jobs keep running after the dashboard closes."""
+    registry = dashboard_registry(home, hosts)
     if demo:
         from .demo import start_demo
 

@@ -26,7 +26,8 @@ def one_line(s: str) -> str:
 
 
 class TopBar(Widget):
-    """``hermes-procs  2/5 running  1 waiting for input  show:all  sort:newest  ~/home``."""
+    """``hermes-procs  2/5 running  1 waiting for input  show:all  sort:newest  ~/home  ● box``:
+    the last part is each remote host and its connection (● connected, ✕ unreachable)."""
 
     DEFAULT_CSS = """
     TopBar { height: 1; background: $primary 30%; color: $text; padding: 0 1; }
@@ -37,6 +38,8 @@ class TopBar(Widget):
     sort_mode: reactive[str] = reactive("newest")
     search: reactive[str] = reactive("")
     home: reactive[str] = reactive("")
+    host_filter: reactive[str] = reactive("")  # "" every host, "local" or a host label
+    hosts: reactive[tuple[tuple[str, str, str], ...]] = reactive(())  # (label, short name, state)
 
     def render(self) -> Text:
         running, total, waiting = self.counts
@@ -52,8 +55,23 @@ class TopBar(Widget):
         if self.search:
             text.append("  search:", style="dim")
             text.append(self.search, style="bold yellow")
+        if self.host_filter:
+            text.append("  host:", style="dim")
+            text.append(dict((h[0], h[1]) for h in self.hosts).get(self.host_filter, self.host_filter),
+                        style="bold")
         text.append(f"  {self.home}", style="dim")
+        for _label, name, state in self.hosts:
+            text.append("  ")
+            mark, style = _HOST_STATES.get(state, ("…", "dim"))
+            text.append(f"{mark} {name}", style=style)
+            if state not in ("connected", "new"):
+                text.append(f" {state}", style=style)
         return text
+
+
+# how the top bar shows a remote host's connection: (mark, style)
+_HOST_STATES = {"connected": ("●", "green"), "new": ("…", "dim"), "unreachable": ("✕", "bold magenta"),
+                "invalid": ("✕", "bold red")}
 
 
 class DetailTitle(Widget):
@@ -66,6 +84,7 @@ class DetailTitle(Widget):
     row: reactive[JobRow | None] = reactive(None)
     log_status: reactive[str] = reactive("following")
     terminal_open: reactive[bool] = reactive(False)
+    host_name: reactive[str] = reactive("")  # the selected job's host, as the table names it
 
     def render(self) -> Text:
         row = self.row
@@ -84,6 +103,11 @@ class DetailTitle(Widget):
             text.append("  PTY", style="bold blue")
         if row.waiting:
             text.append("  waiting for input", style="bold black on yellow")
+        if row.host:
+            text.append("  on ", style="dim")
+            text.append(self.host_name or row.host, style="bold magenta" if row.unreachable else "bold")
+            if row.unreachable:
+                text.append(" (unreachable: last known state)", style="magenta")
         if not self.terminal_open:
             text.append(f"  · log {self.log_status}", style="dim")
         return text

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, OptionList, Static
+from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 __all__ = ["KillScreen", "SignalScreen", "NewJobScreen", "SaveLogScreen"]
@@ -185,17 +185,26 @@ class NewJobScreen(ModalScreen[dict | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, cwd: str | None = None) -> None:
+    def __init__(self, cwd: str | None = None, hosts: list[tuple[str, str]] | None = None,
+                 host: str = "") -> None:
+        """`hosts`: the remote hosts one may start on, as (label, name); `host`: the preselected one
+        ("" = this machine); `cwd` is then a folder of that host."""
         super().__init__()
-        self.cwd = cwd or os.getcwd()
+        self.cwd = cwd or ("" if host else os.getcwd())
+        self.hosts = hosts or []
+        self.host = host if any(label == host for label, _ in self.hosts) else ""
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("New job", classes="title")
             yield Label("Command (run by the shell)", classes="field")
             yield Input(placeholder="e.g. make test", id="new-command", compact=True)
+            if self.hosts:
+                yield Label("Host", classes="field")
+                yield Select([("this machine", ""), *((name, label) for label, name in self.hosts)],
+                             value=self.host, allow_blank=False, id="new-host", compact=True)
             yield Label("Working directory", classes="field")
-            yield Input(value=self.cwd, id="new-cwd", compact=True)
+            yield Input(value=self.cwd, id="new-cwd", placeholder="the host's home folder", compact=True)
             yield Label("Name (optional)", classes="field")
             yield Input(placeholder="a short label", id="new-name", compact=True)
             yield Checkbox("Run in a PTY (for REPLs, prompts, full-screen programs)", id="new-pty", compact=True)
@@ -216,13 +225,15 @@ class NewJobScreen(ModalScreen[dict | None]):
             self.query_one("#new-command", Input).focus()
             return
         cwd = self.query_one("#new-cwd", Input).value.strip() or None
-        if cwd and not os.path.isdir(os.path.expanduser(cwd)):
+        host = str(self.query_one("#new-host", Select).value) if self.hosts else ""
+        if cwd and not host and not os.path.isdir(os.path.expanduser(cwd)):
             self.query_one("#new-error", Static).update(f"No such directory: {cwd}")
             return
         self.dismiss(
             {
                 "command": command,
-                "cwd": os.path.expanduser(cwd) if cwd else None,
+                "host": host,
+                "cwd": os.path.expanduser(cwd) if cwd and not host else cwd,
                 "pty": self.query_one("#new-pty", Checkbox).value,
                 "name": self.query_one("#new-name", Input).value.strip() or None,
             }

@@ -65,11 +65,12 @@ def status_text(row: JobRow) -> Text:
         style = "green"
     elif row.label.startswith("exited"):
         style = "bold red"
-    elif row.label == "lost":
+    elif row.label in ("lost", "unreachable"):
         style = "magenta"
     else:
         style = "yellow"  # killed / timed out
-    return Text.assemble(" ", (row.label if not row.running else "running", style))
+    label = "unreachable" if row.unreachable else row.label if not row.running else "running"
+    return Text.assemble(" ", (label, "magenta" if row.unreachable else style))
 
 
 class _IdCell(Text):
@@ -86,6 +87,7 @@ class _Col:
     label: str
     width: int  # content width; the table adds no padding, each column carries a 1-cell gap
     wide_only: bool = False  # hidden below 100 columns
+    hosts_only: bool = False  # shown only when jobs of remote hosts are in the table
 
 
 COLUMNS = (
@@ -99,6 +101,7 @@ COLUMNS = (
     _Col("cpu", "CPU%", 6),
     _Col("rss", "RSS", 7),
     _Col("quiet", "QUIET", 6),
+    _Col("host", "HOST", 12, hosts_only=True),
 )
 
 
@@ -121,6 +124,8 @@ class JobsTable(DataTable):
     sort_mode: reactive[str] = reactive("newest", repaint=False)
     show_finished: reactive[bool] = reactive(True, repaint=False)
     search: reactive[str] = reactive("", repaint=False)
+    host_filter: reactive[str] = reactive("", repaint=False)  # "": every host, "local", or a host label
+    show_hosts: reactive[bool] = reactive(False, repaint=False)  # the HOST column (remote hosts known)
 
     class Selected(Message):
         """The highlighted job changed (None: no job)."""
@@ -139,6 +144,7 @@ class JobsTable(DataTable):
         self._rows_shown: dict[str, JobRow] = {}
         self._wide: bool | None = None
         self._last_selected: str | None = "<none>"
+        self.host_names: dict[str, str] = {}  # host label -> short name (MainScreen fills it)
         # DataTable keys its render caches on a counter that every update bumps: past entries
         # are never hit again, and caches of 1,000-10,000 of them only keep garbage alive for
         # the cyclic GC to walk on every full collection (see HermesApp._settle_gc)
@@ -162,7 +168,7 @@ class JobsTable(DataTable):
         for col in COLUMNS:
             if col.key == "name":
                 continue
-            w = col.width if (wide or not col.wide_only) else 0
+            w = col.width if (wide or not col.wide_only) and (self.show_hosts or not col.hosts_only) else 0
             self.columns[col.key].width = w  # type: ignore[index]
             fixed += w
         self.columns["name"].width = max(10, width - fixed - 2)  # type: ignore[index]
@@ -175,11 +181,25 @@ class JobsTable(DataTable):
     def visible(self, row: JobRow) -> bool:
         if not self.show_finished and not row.running:
             return False
+        if self.host_filter and (row.host or "local") != self.host_filter:
+            return False
         if self.search:
             needle = self.search.lower()
-            hay = f"{row.name}\n{row.command}\n{row.session_id}".lower()
+            hay = f"{row.name}\n{row.command}\n{row.session_id}\n{self.host_name(row.host)}".lower()
             return needle in hay
         return True
+
+    def set_host_names(self, names: dict[str, str]) -> None:
+        """Show the HOST column, its hosts named so (label -> short name)."""
+        if names != self.host_names:
+            self.host_names = names
+            self._rows_shown.clear()  # every host cell is drawn again
+            self.refilter()
+        self.show_hosts = True
+
+    def host_name(self, label: str) -> str:
+        """What the HOST column shows for a host label (the screen sets names from the config)."""
+        return self.host_names.get(label) or label or "local"
 
     def _cells_for(self, row: JobRow, now: float) -> tuple:
         flags = Text()
@@ -195,6 +215,8 @@ class JobsTable(DataTable):
         cpu = "" if row.cpu is None else f"{row.cpu:.0f}" if row.cpu >= 10 else f"{row.cpu:.1f}"
         quiet = fmt_duration(row.silence) if row.running else ""
         quiet_style = "yellow" if (row.silence or 0) >= 60 else "dim"
+        host = Text(self.host_name(row.host), style="magenta" if row.unreachable else "dim" if not row.host else "",
+                    no_wrap=True, overflow="ellipsis")
         return (
             row.session_id,  # id cell never changes
             flags.markup,
@@ -206,6 +228,7 @@ class JobsTable(DataTable):
             cpu,
             fmt_bytes(row.rss) if row.running else "",
             Text(quiet, style=quiet_style),
+            host,
         )
 
     def apply(self, rows: Iterable[JobRow], now: float | None = None) -> None:
@@ -229,7 +252,8 @@ class JobsTable(DataTable):
             cells = self._cells_for(row, now)
             old = self._cells.get(sid)
             if old is None:
-                values = [_IdCell(sid), Text.from_markup(cells[1]), *cells[2:]]
+                values = [_IdCell(sid), *(Text.from_markup(cell) if col.key == "flags" else cell
+                                          for col, cell in zip(COLUMNS[1:], cells[1:], strict=True))]
                 self.add_row(*values, key=sid)
                 changed_order = True
             else:
@@ -288,6 +312,13 @@ class JobsTable(DataTable):
     def watch_search(self) -> None:
         self.refilter()
 
+    def watch_host_filter(self) -> None:
+        self.refilter()
+
+    def watch_show_hosts(self) -> None:
+        if self.is_mounted:
+            self._fit_columns()
+
     def refilter(self) -> None:
         if self.is_mounted:
             self.apply(self.rows_by_id.values())
@@ -325,7 +356,7 @@ class JobsTable(DataTable):
             if hit[1] == (row_index, column_index):
                 return hit[2]
             meta = Style.from_meta({"row": row_index, "column": column_index})
-            lines = [[Segment(seg.text, seg.style + meta if seg.style else meta, seg.control) for seg in line]
+            lines = [[Segment(seg.text, seg.style + meta if seg.style else None, seg.control) for seg in line]
                      for line in hit[2]]
         else:
             lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)

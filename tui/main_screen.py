@@ -67,6 +67,8 @@ class MainScreen(Screen):
         Binding("slash", "search_jobs", "Search", key_display="/",
                 tooltip="search jobs by command, name or id", id="search_jobs"),
         Binding("f", "toggle_finished", "Filter", tooltip="show running jobs only / all jobs", id="toggle_finished"),
+        Binding("H", "cycle_host", "Host", show=False,
+                tooltip="show one host's jobs: every host, this machine, each remote host", id="cycle_host"),
         Binding("o", "cycle_sort", "Sort",
                 tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name", id="cycle_sort"),
         Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command", id="copy_command"),
@@ -86,6 +88,7 @@ class MainScreen(Screen):
     sort_mode: reactive[str] = reactive("newest")
     show_finished: reactive[bool] = reactive(True)
     search: reactive[str] = reactive("")
+    host_filter: reactive[str] = reactive("")  # "": every host, "local", or a remote host's label
     selected: reactive[str | None] = reactive(None, init=False)
 
     def __init__(self, registry, *, sample_interval: float = 1.0, home_label: str | None = None) -> None:
@@ -97,14 +100,16 @@ class MainScreen(Screen):
         self.snapshot: SnapshotData | None = None
         self.terminal: TerminalPane | None = None
         self._statuses: dict[str, str] = {}
+        self._host_states: dict[str, str] = {}
         self._pending_select: str | None = None
 
     # --- layout -----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield TopBar(id="topbar").data_bind(MainScreen.sort_mode, MainScreen.show_finished, MainScreen.search)
+        bound = (MainScreen.sort_mode, MainScreen.show_finished, MainScreen.search, MainScreen.host_filter)
+        yield TopBar(id="topbar").data_bind(*bound)
         yield JobSearch(id="job-search")
-        yield JobsTable(id="jobs").data_bind(MainScreen.sort_mode, MainScreen.show_finished, MainScreen.search)
+        yield JobsTable(id="jobs").data_bind(*bound)
         yield DetailTitle(id="detail-title")
         with Vertical(id="detail"):
             yield Static(id="term-hint")
@@ -150,6 +155,8 @@ class MainScreen(Screen):
         data = message.data
         first = self.snapshot is None
         self.snapshot = data
+        if data.hosts:
+            self._show_hosts(data.hosts)
         self.table.apply(data.jobs, data.taken_at)
         for row in data.jobs:
             before = self._statuses.get(row.session_id)
@@ -170,6 +177,21 @@ class MainScreen(Screen):
         rows = self.table.rows_by_id.values()
         self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
         self._show_row()
+
+    def _show_hosts(self, hosts: list[dict]) -> None:
+        """The HOST column, the host names and each remote host's state in the top bar."""
+        names = {h["host"]: h.get("name") or h["host"] for h in hosts}
+        self.table.set_host_names(names)
+        bar = self.query_one(TopBar)
+        bar.hosts = tuple((h["host"], names[h["host"]], h.get("state", "")) for h in hosts)
+        for h in hosts:  # say once when a host drops or comes back
+            before = self._host_states.get(h["host"])
+            state = h.get("state", "")
+            if before is not None and before != state and state in ("connected", "unreachable"):
+                self.notify(h.get("error") or "" if state == "unreachable" else "its jobs are live again",
+                            title=f"{names[h['host']]}: {state}", timeout=6, markup=False,
+                            severity="warning" if state == "unreachable" else "information")
+            self._host_states[h["host"]] = state
 
     def _toast_exit(self, row: JobRow) -> None:
         title = one_line(row.title)[:50]
@@ -192,6 +214,7 @@ class MainScreen(Screen):
         """The detail title and the input bar follow the selected job's row."""
         row = self.current_row()
         title = self.query_one(DetailTitle)
+        title.host_name = self.table.host_name(row.host) if row is not None and row.host else ""
         title.row = row
         title.terminal_open = self.terminal is not None
         self.input_bar.set_class(row is not None and row.running and self.terminal is None, "shown")
@@ -398,18 +421,21 @@ class MainScreen(Screen):
 
     def action_new_job(self) -> None:
         row = self.current_row()
-        cwd = row.cwd if row is not None and row.cwd and os.path.isdir(row.cwd) else None
+        hosts = [(label, name) for label, name, _state in self.query_one(TopBar).hosts]
+        host = row.host if row is not None else ""
+        cwd = row.cwd if row is not None and row.cwd and (host or os.path.isdir(row.cwd)) else None
 
         def chosen(spec: dict | None) -> None:
             if spec:
                 self._spawn(spec)
 
-        self.app.push_screen(NewJobScreen(cwd), chosen)
+        self.app.push_screen(NewJobScreen(cwd, hosts, host), chosen)
 
     @work(thread=True, group="actions")
     def _spawn(self, spec: dict) -> None:
+        where = {"host": spec["host"]} if spec.get("host") else {}  # only a HostSet takes host
         result = self.registry.spawn(spec["command"], cwd=spec.get("cwd"), pty=bool(spec.get("pty")),
-                                     name=spec.get("name"))
+                                     name=spec.get("name"), **where)
         if result.get("status") == "running":
             self.post_message(JobStarted(result["session_id"], str(result.get("command", ""))))
         else:
@@ -479,6 +505,21 @@ class MainScreen(Screen):
     def action_toggle_finished(self) -> None:
         self.show_finished = not self.show_finished
         self.notify("showing all jobs" if self.show_finished else "showing running jobs only", timeout=2)
+
+    def action_cycle_host(self) -> None:
+        hosts = [label for label, _name, _state in self.query_one(TopBar).hosts]
+        if not hosts:
+            self.notify("Only this machine's jobs are shown: no remote hosts (see --host and [hosts] "
+                        "in the config file).", timeout=4, markup=False)
+            return
+        cycle = ["", "local", *hosts]
+        now = self.host_filter if self.host_filter in cycle else ""
+        self.host_filter = cycle[(cycle.index(now) + 1) % len(cycle)]
+        if not self.host_filter:
+            shown = "the jobs of every host"
+        else:
+            shown = f"{self.table.host_name('' if self.host_filter == 'local' else self.host_filter)}'s jobs only"
+        self.notify(f"showing {shown}", timeout=2, markup=False)
 
     def action_cycle_sort(self) -> None:
         self.sort_mode = SORTS[(SORTS.index(self.sort_mode) + 1) % len(SORTS)]

@@ -62,6 +62,8 @@ class JobRow:
     silence: float | None = None  # seconds since the last output (running jobs)
     waiting: bool = False
     order: int = 0  # position in registry.list() (newest first)
+    host: str = ""  # "" = this machine, else the remote host's label (core/hosts.py)
+    unreachable: bool = False  # its host cannot be reached now: the row is the last one known
 
     @property
     def running(self) -> bool:
@@ -81,6 +83,7 @@ class SnapshotData:
     inputs: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    hosts: list[dict[str, Any]] = field(default_factory=list)  # remote hosts' states
 
 
 class Sampler(threading.Thread):
@@ -116,6 +119,8 @@ class Sampler(threading.Thread):
         self._last_list: list[dict[str, Any]] | None = None
         self._last_stamp: int | None = None
         self._last_list_at = 0.0
+        remotes = getattr(registry, "remotes", None)  # a HostSet's remote hosts (core/hosts.py)
+        self._remotes: dict = remotes if isinstance(remotes, dict) else {}
 
     # control (any thread)
     def poke(self) -> None:
@@ -195,7 +200,14 @@ class Sampler(threading.Thread):
                 events = drained
         except Exception:
             pass
+        hosts: list[dict[str, Any]] = []
+        if self._remotes:
+            try:
+                hosts = self.registry.host_states()
+            except Exception:
+                pass
         return SnapshotData(
+            hosts=hosts,
             jobs=rows,
             taken_at=now,
             elapsed=time.perf_counter() - t0,
@@ -214,7 +226,7 @@ class Sampler(threading.Thread):
         except OSError:
             stamp = None
         last = self._last_list
-        if (stamp is not None and last is not None and stamp == self._last_stamp
+        if (stamp is not None and not self._remotes and last is not None and stamp == self._last_stamp
                 and time.monotonic() - self._last_list_at < 30
                 and not any(j.get("status") == "running" for j in last)):
             return last
@@ -225,6 +237,7 @@ class Sampler(threading.Thread):
     @staticmethod
     def _row(job: dict[str, Any], order: int = 0) -> JobRow:
         running = job.get("status") == "running"
+        unreachable = job.get("host_state") == "unreachable"
         return JobRow(
             session_id=job.get("session_id", ""),
             name=job.get("name") or "",
@@ -233,7 +246,7 @@ class Sampler(threading.Thread):
             pid=job.get("pid"),
             pty=bool(job.get("pty")),
             status="running" if running else "exited",
-            label=status_label(job),
+            label="unreachable" if unreachable and running else status_label(job),
             exit_code=job.get("exit_code"),
             started=parse_time(job.get("started_at")),
             uptime=float(job.get("uptime_seconds") or 0.0),
@@ -242,4 +255,6 @@ class Sampler(threading.Thread):
             silence=job.get("quiet_seconds") if running else None,
             waiting=bool(job.get("awaiting_input")) and running,
             order=order,
+            host=job.get("host") or "",
+            unreachable=unreachable,
         )
