@@ -14,6 +14,7 @@ import struct
 import termios
 
 PIPE_SIZE = 1 << 20
+LAUNCH = "cold"  # "template" when forked by the home's warm template (core/template.py)
 
 
 class StartFailed(Exception):
@@ -123,7 +124,7 @@ def main(args: list) -> int:
     ticks = _start_ticks(pid)
     me = os.getpid()
     proc = ('{"pid": %d, "pid_start": %d, "supervisor_pid": %d, "supervisor_start": %d, '
-            '"started_at": %r}' % (pid, ticks, me, _start_ticks(me), _now()))
+            '"started_at": %r, "launch": "%s"}' % (pid, ticks, me, _start_ticks(me), _now(), LAUNCH))
     try:
         _write_atomic(os.path.join(jobdir, "proc.json"), proc)
     except OSError as exc:  # e.g. the disk is full: a job nobody can find must not run on

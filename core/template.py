@@ -293,6 +293,7 @@ def _become_supervisor(conn: socket.socket, report_fd: int, request: dict, super
         os.umask(request["umask"] & 0o777)
         os.environ.clear()
         os.environ.update(request["env"])
+        supervisor.LAUNCH = "template"
         code = supervisor.main(request["args"])
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the template
         try:

@@ -64,8 +64,14 @@ def _ppid_sid(pid: int) -> tuple[int, int]:
 
 
 def _cold(registry, job) -> bool:
-    """A cold-started supervisor is a child of this process; a forked one never is."""
-    return _ppid_sid(_supervisor(registry, job))[0] == os.getpid()
+    """The supervisor says how it was started (proc.json's `launch`); a cold-started one is a child
+    of this process (checked while it still runs), a forked one never is."""
+    proc = json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())
+    try:
+        assert (_ppid_sid(proc["supervisor_pid"])[0] == os.getpid()) == (proc["launch"] == "cold"), proc
+    except FileNotFoundError:  # it has finished already
+        pass
+    return proc["launch"] == "cold"
 
 
 def test_spawn_goes_through_the_template_and_detaches(registry, home):
