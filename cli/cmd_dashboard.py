@@ -25,6 +25,8 @@ class Dashboard(Protocol):
 
     def start_demo(self, registry: Any) -> list[dict[str, Any]]: ...
 
+    def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool) -> int: ...
+
 
 _dashboard: Optional[Dashboard] = None
 
@@ -35,7 +37,7 @@ def plug(dashboard: Optional[Dashboard]) -> None:
     _dashboard = dashboard
 
 
-def _plugged() -> Dashboard:
+def plugged() -> Dashboard:
     if _dashboard is None:
         raise CliError(f"the dashboard is not plugged in here; run `{PROG}` or `python -m hermes_procs`")
     return _dashboard
@@ -47,7 +49,7 @@ def open_dashboard(home: Optional[str], demo: bool) -> None:
     _check_host()
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
-    rc = _plugged().run(home, demo)
+    rc = plugged().run(home, demo)
     if rc:
         raise typer.Exit(rc)
 
@@ -88,7 +90,7 @@ def demo_cmd(
         open_dashboard(home, demo=True)
         return
     reg = registry(home)
-    for result in _plugged().start_demo(reg):
+    for result in plugged().start_demo(reg):
         if result.get("status") in ERROR_STATUSES:
             err(result.get("error", "a sample job failed to start"))
     out(jobs_text(reg.list(), show_all=True, tty=sys.stdout.isatty()))

@@ -17,7 +17,7 @@ from typer import _click
 
 # isort: off  (the order of these imports is the order of the commands in --help)
 from . import (cmd_control, cmd_dashboard, cmd_input, cmd_jobs, cmd_service,  # noqa: F401 - they add the commands
-               cmd_agent, cmd_hosts)
+               cmd_agent, cmd_hosts, cmd_web)
 
 # isort: on
 from .app import app

@@ -24,6 +24,12 @@ class _Dashboard:
         return run(home, demo=demo)
 
     @staticmethod
+    def web(home: str | None, host: str, port: int, read_only: bool, allow_remote: bool) -> int:
+        from hermes_procs.tui.web import serve  # aiohttp and textual-serve load only here
+
+        return serve(home, host=host, port=port, read_only=read_only, allow_remote=allow_remote)
+
+    @staticmethod
     def start_demo(registry: Any) -> list[dict[str, Any]]:
         from hermes_procs.tui.demo import start_demo  # stdlib only: no Textual
 

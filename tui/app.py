@@ -23,6 +23,7 @@ from hermes_procs.core.hosts import dashboard_registry
 from .config import Config, load_config, remember_theme
 from .help import HelpScreen, palette_entries
 from .main_screen import MainScreen
+from .readonly import ReadOnlyRegistry
 
 __all__ = ["HermesApp", "run"]
 
@@ -41,9 +42,12 @@ class HermesApp(App):
 
     def __init__(self, registry: ProcessRegistry | None = None, *, home: str | None = None,
                  sample_interval: float = 1.0, home_label: str | None = None,
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, read_only: bool = False) -> None:
+        """`read_only` (`hermes-procs web --read-only`): the registry itself refuses every change
+        to a job (tui/readonly.py); the screen's actions only say so early with a toast."""
         super().__init__()
-        self.registry = registry if registry is not None else dashboard_registry(home)
+        registry = registry if registry is not None else dashboard_registry(home)
+        self.registry = ReadOnlyRegistry(registry) if read_only else registry
         self.config = config if config is not None else load_config()
         self.main = MainScreen(self.registry, sample_interval=sample_interval, home_label=home_label)
 
@@ -93,10 +97,12 @@ class HermesApp(App):
             self.push_screen(HelpScreen())
 
 
-def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = None) -> int:
+def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = None,
+        read_only: bool = False) -> int:
     """Open the dashboard on ``home`` (None: the default state home) and the remote ``hosts``
     (with the configured and remembered ones: core/hosts.py); with ``demo`` start the sample
-    jobs first.  Returns 0.  Jobs keep running after the dashboard closes."""
+    jobs first; ``read_only`` refuses every change to a job.  Returns 0.  Jobs keep running
+    after the dashboard closes."""
     registry = dashboard_registry(home, hosts)
     if demo:
         from .demo import start_demo
@@ -104,7 +110,7 @@ def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = N
         for result in start_demo(registry):
             if result.get("status") != "running":
                 print(f"hermes-procs: a sample job failed to start: {result.get('error')}")
-    HermesApp(registry).run()
+    HermesApp(registry, read_only=read_only).run()
     return 0
 
 

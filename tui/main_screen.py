@@ -307,6 +307,8 @@ class MainScreen(Screen):
     # --- terminal pane ------------------------------------------------------------------
 
     def action_terminal(self) -> None:
+        if self._refused():
+            return
         row = self.current_row()
         if row is None:
             return
@@ -355,6 +357,8 @@ class MainScreen(Screen):
         self._poke()
 
     def action_full_attach(self) -> None:
+        if self._refused():
+            return
         row = self.current_row()
         if row is None:
             return
@@ -369,6 +373,14 @@ class MainScreen(Screen):
 
     # --- actions on jobs ----------------------------------------------------------------
 
+    def _refused(self) -> bool:
+        """True, with a toast, when this dashboard may not change jobs (web --read-only)."""
+        read_only = getattr(self.registry, "read_only", False) is True
+        if read_only:
+            self.notify("This dashboard is read-only: it shows jobs, it does not change them.",
+                        title="Read-only", severity="warning", timeout=3, markup=False)
+        return read_only
+
     def _need_row(self) -> JobRow | None:
         row = self.current_row()
         if row is None:
@@ -376,6 +388,8 @@ class MainScreen(Screen):
         return row
 
     def action_kill(self) -> None:
+        if self._refused():
+            return
         row = self._need_row()
         if row is None:
             return
@@ -396,6 +410,8 @@ class MainScreen(Screen):
         self.app.push_screen(KillScreen(self.registry, row), done)
 
     def action_signal(self) -> None:
+        if self._refused():
+            return
         row = self._need_row()
         if row is None:
             return
@@ -420,6 +436,8 @@ class MainScreen(Screen):
             self.post_message(ActionFailed("Signal", result.get("error") or str(result.get("status"))))
 
     def action_new_job(self) -> None:
+        if self._refused():
+            return
         row = self.current_row()
         hosts = [(label, name) for label, name, _state in self.query_one(TopBar).hosts]
         host = row.host if row is not None else ""
@@ -443,6 +461,8 @@ class MainScreen(Screen):
 
     @on(InputBar.Send)
     def _on_input(self, message: InputBar.Send) -> None:
+        if self._refused():
+            return
         self._write(message.session_id, message.data, message.mode)
 
     @work(thread=True, group="actions")
@@ -539,6 +559,8 @@ class MainScreen(Screen):
         (self.terminal or self.log_pane).focus()
 
     def action_focus_input(self) -> None:
+        if self._refused():
+            return
         row = self.current_row()
         if row is None or not row.running:
             self.notify("Select a running job to type into it.", timeout=3)

@@ -1,0 +1,40 @@
+"""Command: `web`, the dashboard in a browser (the server lives in tui/web.py, plugged in)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .app import app
+from .cmd_dashboard import plugged
+from .options import HomeOpt, opts
+from .output import CliError
+
+
+@app.command("web")
+def web_cmd(
+    ctx: typer.Context,
+    home: HomeOpt = None,
+    host: Annotated[str, typer.Option(
+        "--host", "--bind", metavar="ADDR",
+        help="Address to bind (alias --bind). Not the root `--host` before the subcommand, which picks a machine.",
+    )] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: a free one).")] = 8765,
+    read_only: Annotated[bool, typer.Option(
+        "--read-only", help="Watch only: kill, signals, new jobs and input are refused by the server.")] = False,
+    allow_remote: Annotated[bool, typer.Option(
+        "--allow-remote", help="Allow binding a non-loopback address (then use an SSH tunnel or TLS proxy).")] = False,
+) -> None:
+    """Serve the dashboard in a browser at a printed URL with a secret token.
+
+    Binds 127.0.0.1 by default; every request needs the token (cookie after the first visit)
+    and a Host/Origin naming this server, else it gets a one-line 403.
+    """
+    home, _ = opts(ctx, home)
+    host = host.strip("[]")
+    if not host:
+        raise CliError("--host needs an address, e.g. 127.0.0.1")
+    rc = plugged().web(home, host, port, read_only, allow_remote)
+    if rc:
+        raise typer.Exit(rc)

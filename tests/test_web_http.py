@@ -1,0 +1,111 @@
+"""`hermes-procs web` at the HTTP level: a real server process on a free port, raw requests
+with chosen Host / Origin / token / cookie headers (http.client lets a test lie like an
+attacker's page would)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import wait_until
+from webserver import Served
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    s = Served(tmp_path_factory.mktemp("webhome"))
+    yield s
+    s.stop()
+    assert s.proc.returncode == 0
+
+
+def one_line_403(resp, why: str) -> None:
+    assert resp.status == 403, (resp.status, resp.body)
+    assert resp.getheader("Content-Type", "").startswith("text/plain")
+    assert resp.body.count("\n") == 1 and why in resp.body, resp.body
+
+
+WS_HEADERS = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+
+
+def test_printed_url_is_loopback_with_a_token(served):
+    text = "".join(served.printed)
+    assert f"http://127.0.0.1:{served.port}/?token={served.token}" in text
+    assert len(served.token) >= 32
+
+
+def test_no_token_is_refused(served):
+    one_line_403(served.request("/"), "no token")
+    one_line_403(served.request("/static/css/xterm.css"), "no token")
+    one_line_403(served.request("/ws", WS_HEADERS), "no token")
+
+
+def test_wrong_token_is_refused(served):
+    one_line_403(served.request("/?token=nope"), "wrong token")
+    one_line_403(served.request("/", {"Cookie": f"hermes_procs_token_{served.port}=nope"}), "wrong token")
+    one_line_403(served.request("/ws?token=nope", WS_HEADERS), "wrong token")
+
+
+def test_token_then_cookie(served):
+    resp = served.request(f"/?token={served.token}")
+    assert resp.status == 200 and "<html" in resp.body.lower()
+    cookie = resp.getheader("Set-Cookie", "")
+    assert f"hermes_procs_token_{served.port}={served.token}" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    # the page's WebSocket URL is on this server
+    assert f"127.0.0.1:{served.port}/ws" in resp.body
+    again = served.request("/", {"Cookie": f"hermes_procs_token_{served.port}={served.token}"})
+    assert again.status == 200
+    assert served.request("/", {"Cookie": f"hermes_procs_token_{served.port}={served.token}",
+                                "Host": f"localhost:{served.port}"}).status == 200
+
+
+def test_foreign_host_is_refused_even_with_the_token(served):
+    ok = f"/?token={served.token}"
+    one_line_403(served.request(ok, {"Host": f"evil.example:{served.port}"}), "Host header")
+    one_line_403(served.request(ok, {"Host": "127.0.0.1:1"}), "Host header")
+    one_line_403(served.request(ok, {"Host": ""}), "Host header")
+    one_line_403(served.request("/ws" + ok[1:], {**WS_HEADERS, "Host": f"evil.example:{served.port}"}),
+                 "Host header")
+
+
+def test_foreign_origin_is_refused_also_on_the_websocket(served):
+    ok = f"?token={served.token}"
+    evil = {"Origin": "http://evil.example"}
+    one_line_403(served.request("/" + ok, evil), "Origin")
+    one_line_403(served.request("/ws" + ok, {**WS_HEADERS, **evil}), "Origin")
+    one_line_403(served.request("/ws" + ok, {**WS_HEADERS, "Origin": f"http://127.0.0.1:{served.port + 1}"}),
+                 "Origin")
+    assert served.request("/" + ok, {"Origin": f"http://localhost:{served.port}"}).status == 200
+
+
+@pytest.mark.parametrize("flag", ["--host", "--bind"])
+def test_non_loopback_bind_needs_allow_remote(tmp_path, flag):
+    r = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(tmp_path), "web", flag, "0.0.0.0",
+                        "--port", "0"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "--allow-remote" in r.stderr, r.stderr
+
+
+def test_allow_remote_says_how_to_tunnel(tmp_path):
+    s = Served(tmp_path, "--bind", "0.0.0.0", "--allow-remote")
+    try:
+        wait_until(lambda: any("ssh -L" in line for line in s.printed), timeout=10)
+        # a wildcard bind accepts IP literals with the port, never names (DNS rebinding)
+        ok = f"/?token={s.token}"
+        assert s.request(ok, {"Host": f"10.1.2.3:{s.port}"}).status == 200
+        one_line_403(s.request(ok, {"Host": f"rebind.example:{s.port}"}), "Host header")
+    finally:
+        s.stop()
+
+
+def test_busy_port_is_one_line(served, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(tmp_path), "web", "--port",
+                        str(served.port)], capture_output=True, text=True, timeout=30,
+                       env={**os.environ})
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot serve" in r.stderr, r.stderr

@@ -1,0 +1,124 @@
+"""`hermes-procs web`: the dashboard in a browser, through textual-serve.
+
+textual-serve starts one dashboard process per browser connection (`hermes_procs.tui.web_app`,
+with ``--read-only`` when asked: the refusal happens in that server-side process) and relays
+the terminal over a WebSocket.  Every request first passes :class:`~.web_guard.Guard` (Host,
+Origin, token).  The server binds loopback unless the caller allowed more (the CLI checks
+``--allow-remote``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+import sys
+from typing import Any
+
+import aiohttp_jinja2
+from aiohttp import web
+from textual_serve.server import Server
+
+from .web_guard import Guard, is_loopback, new_token, url_host
+
+
+class WebServer(Server):
+    """textual-serve's Server behind the guard, quiet, with URLs taken from the (checked) Host."""
+
+    def __init__(self, command: str, host: str, port: int, token: str) -> None:
+        super().__init__(command, host=host, port=port, title="hermes-procs")
+        self.token = token
+        self.guard: Guard | None = None
+
+    def initialize_logging(self) -> None:
+        """No per-request log lines: the terminal shows the URL and errors only."""
+
+    async def on_startup(self, app: web.Application) -> None:
+        """No banner: `serve` prints the URL once the port is known."""
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        assert self.guard is not None
+        app.middlewares.insert(0, self.guard.middleware)
+        return app
+
+    @aiohttp_jinja2.template("app_index.html")
+    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+        """The page; its WebSocket and static URLs use the Host the browser used (checked)."""
+        base = f"{request.scheme}://{request.host}"
+        router = request.app.router
+        return {
+            "font_size": 16,
+            "app_websocket_url": f"{base}{router['websocket'].url_for()}",
+            "config": {"static": {"url": f"{base}{router['static'].url_for(filename='/')}/"}},
+            "application": {"name": self.title},
+        }
+
+
+def app_command(home: str | None, read_only: bool) -> str:
+    """The shell command textual-serve runs for each browser connection."""
+    argv = [sys.executable, "-m", "hermes_procs.tui.web_app"]
+    if home:
+        argv += ["--home", home]
+    if read_only:
+        argv.append("--read-only")
+    return shlex.join(argv)
+
+
+async def _serve(server: WebServer, stop: asyncio.Event) -> None:
+    app = await server._make_app()
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, server.host, server.port)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server.port = port
+        assert server.guard is not None
+        server.guard.bind(server.host, port)
+        _announce(server.host, port, server.token)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _announce(host: str, port: int, token: str) -> None:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else url_host(host)
+    lines = [f"hermes-procs web: serving the dashboard on http://{url_host(host)}:{port}/",
+             "Open this URL in a browser (the token is required; keep it secret):",
+             f"    http://{shown}:{port}/?token={token}"]
+    if not is_loopback(host):
+        lines += ["Bound to a non-loopback address (--allow-remote): traffic is plain HTTP. Prefer an SSH tunnel",
+                  f"    ssh -L {port}:127.0.0.1:{port} THIS-HOST   (and serve on 127.0.0.1)",
+                  "or put it behind a TLS reverse proxy (caddy, nginx) that forwards the Host header."]
+    lines.append("Press Ctrl+C to stop.")
+    print("\n".join(lines), flush=True)
+
+
+def _fail(message: str) -> int:
+    print(f"hermes-procs: error: {message}", file=sys.stderr)
+    return 1
+
+
+def serve(home: str | None = None, host: str = "127.0.0.1", port: int = 8765, read_only: bool = False,
+          allow_remote: bool = False) -> int:
+    """Serve the dashboard until SIGINT/SIGTERM; returns the exit status (1 and one stderr line
+    when the address may not or cannot be bound).  Port 0 picks a free port (the URL shows it)."""
+    if not is_loopback(host) and not allow_remote:
+        return _fail(f"refusing to bind non-loopback address {host} without --allow-remote "
+                     f"(or keep 127.0.0.1 and use `ssh -L {port}:127.0.0.1:{port} HOST`)")
+    server = WebServer(app_command(home, read_only), host, port, new_token())
+    server.guard = Guard(host, port, server.token)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await _serve(server, stop)
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        return _fail(f"cannot serve on {url_host(host)}:{port}: {exc.strerror or exc}")
+    return 0
