@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/hermes-procs demo
+	@echo "The same dashboard in a browser: $(BIN)/hermes-procs web  (open the printed URL with its token)"
 
 # ruff, import-linter (the layer contracts in pyproject.toml) and mypy: see tools/lint.py
 lint: $(STAMP)
