@@ -22,6 +22,7 @@ BENCHES = [
     ("memory", "b_memory", "run"),
     ("dashboard", "b_dashboard", "run"),
     ("remote", "b_remote", "run"),
+    ("web", "b_web", "run"),
 ]
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,32 @@ def log_text(home: Path, sid: str) -> str:
                           capture_output=True, text=True, timeout=30).stdout
 
 
+class Screen:
+    """The dashboard's output as the page received it over its WebSocket, as plain text."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.received: list[bytes] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        self.received.append(payload if isinstance(payload, bytes) else payload.encode())
+
+    def text(self) -> str:
+        from hermes_procs.core.text import strip_ansi
+
+        return strip_ansi(b"".join(self.received).decode("utf-8", "replace"))
+
+    def clear(self) -> None:
+        self.received.clear()
+
+    def wait_for(self, *words: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not all(w in self.text() for w in words):
+            assert time.monotonic() < deadline, f"the page never received {words}"
+            self.page.wait_for_timeout(100)
+
+
 def test_browser_sees_kills_and_types_into_a_job(tmp_path):
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} missing (tools/system-deps.sh installs it when run as root)")
@@ -52,30 +79,34 @@ def test_browser_sees_kills_and_types_into_a_job(tmp_path):
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 page = browser.new_page(viewport={"width": 1200, "height": 760})
+                shown = Screen(page)
                 page.goto(f"http://127.0.0.1:{served.port}/?token={served.token}")
-                rows = page.locator(".xterm-rows")
-                page.wait_for_function(
-                    "() => { const r = document.querySelector('.xterm-rows');"
-                    " return r && r.innerText.includes('victim') && r.innerText.includes('echoer'); }",
-                    timeout=60_000)
-                page.locator(".xterm").click()
+                # xterm.js draws on a canvas: the test reads what the app sent to this page, and
+                # checks that the page has written it to its terminal (textual-serve's classes)
+                page.wait_for_selector("body.-first-byte .textual-terminal.-connected", timeout=60_000)
+                assert "token" not in page.url  # taken out of the address bar: the cookie holds it
+                shown.wait_for("victim", "echoer")
+                page.locator(".xterm-helper-textarea").focus()  # where xterm.js takes keys
+                shown.clear()
                 page.keyboard.press("i")
-                page.wait_for_timeout(300)  # the input bar takes focus (a UI round trip, not a race on the job)
+                # the input bar has the focus once the footer is drawn again (keys typed before
+                # would go to the table: Textual moves the focus after the keys already queued)
+                shown.wait_for("Search")
                 page.keyboard.type("hello-browser")
                 page.keyboard.press("Enter")
                 wait_until(lambda: "got: hello-browser" in log_text(home, echoer), timeout=30)
                 page.keyboard.press("Escape")
-                page.wait_for_function(
-                    "() => document.querySelector('.xterm-rows').innerText.includes('hello-browser')",
-                    timeout=30_000)
-                page.keyboard.press("Down")
+                shown.wait_for("got: hello-browser")
+                page.keyboard.press("ArrowDown")
                 page.wait_for_timeout(300)
+                shown.clear()
                 page.keyboard.press("k")
-                page.wait_for_function(
-                    "() => document.querySelector('.xterm-rows').innerText.includes('victim')", timeout=10_000)
+                shown.wait_for("Kill this job?", "victim")
                 page.keyboard.press("y")
                 wait_until(lambda: status(home, victim) != "running", timeout=30)
-                assert rows.count() == 1
+                shown.wait_for("killed")
+                page.keyboard.press("ArrowUp")
+                page.wait_for_timeout(1000)
                 SCREENSHOT.parent.mkdir(exist_ok=True)
                 page.screenshot(path=str(SCREENSHOT))
             finally:

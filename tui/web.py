@@ -13,6 +13,7 @@ import asyncio
 import shlex
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import aiohttp_jinja2
@@ -21,12 +22,14 @@ from textual_serve.server import Server
 
 from .web_guard import Guard, is_loopback, new_token, url_host
 
+TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's, made self-contained
+
 
 class WebServer(Server):
     """textual-serve's Server behind the guard, quiet, with URLs taken from the (checked) Host."""
 
     def __init__(self, command: str, host: str, port: int, token: str) -> None:
-        super().__init__(command, host=host, port=port, title="hermes-procs")
+        super().__init__(command, host=host, port=port, title="hermes-procs", templates_path=TEMPLATES)
         self.token = token
         self.guard: Guard | None = None
 
@@ -50,7 +53,7 @@ class WebServer(Server):
         return {
             "font_size": 16,
             "app_websocket_url": f"{base}{router['websocket'].url_for()}",
-            "config": {"static": {"url": f"{base}{router['static'].url_for(filename='/')}/"}},
+            "config": {"static": {"url": f"{base}{str(router['static'].url_for(filename='x'))[:-1]}"}},
             "application": {"name": self.title},
         }
 
