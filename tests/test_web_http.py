@@ -109,3 +109,52 @@ def test_busy_port_is_one_line(served, tmp_path):
                         str(served.port)], capture_output=True, text=True, timeout=30,
                        env={**os.environ})
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "cannot serve" in r.stderr, r.stderr
+
+
+def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
+    """A client is free to send any keystroke over the WebSocket: the dashboard process on the
+    server decides, and in --read-only it refuses (kill confirmed with y, a new job, input)."""
+    import asyncio
+    import time
+
+    import aiohttp
+
+    from hermes_procs.core import ProcessRegistry
+    from hermes_procs.core.text import strip_ansi
+
+    home = tmp_path / "home"
+    reg = ProcessRegistry(home=home)
+    sid = reg.spawn("read line; echo got $line; sleep 300", name="keeper")["session_id"]
+    served = Served(home, "--read-only")
+
+    async def attack() -> str:
+        url = f"http://127.0.0.1:{served.port}/ws?width=100&height=30&token={served.token}"
+        received: list[bytes] = []
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(url, headers={"Origin": f"http://127.0.0.1:{served.port}"}) as ws:
+                async def read() -> None:
+                    async for msg in ws:
+                        if msg.type == aiohttp.WSMsgType.BINARY:
+                            received.append(msg.data)
+                reader = asyncio.create_task(read())
+                await ws.send_json(["resize", {"width": 100, "height": 30}])
+                deadline = time.monotonic() + 30
+                while "keeper" not in strip_ansi(b"".join(received).decode("utf-8", "replace")):
+                    assert time.monotonic() < deadline, "the dashboard never showed the job"
+                    await asyncio.sleep(0.05)
+                for key in ["k", "y", "s", "\r", "i", "x", "\r", "n", "true", "\r", "t", "x"]:
+                    await ws.send_json(["stdin", key])
+                    await asyncio.sleep(0.2)
+                await asyncio.sleep(1.0)
+                reader.cancel()
+        return strip_ansi(b"".join(received).decode("utf-8", "replace"))
+
+    try:
+        shown = asyncio.run(attack())
+        assert "read-only" in shown  # the dashboard said why
+        assert reg.poll(sid)["status"] == "running"
+        assert [j["session_id"] for j in reg.list()] == [sid]  # no new job
+        assert "got" not in reg.read_log(sid)["output"]  # no input reached it
+    finally:
+        served.stop()
+        reg.kill(sid, grace=0.2)
