@@ -95,13 +95,16 @@ def test_browser_sees_kills_and_types_into_a_job(tmp_path):
                 page.keyboard.type("hello-browser")
                 page.keyboard.press("Enter")
                 wait_until(lambda: "got: hello-browser" in log_text(home, echoer), timeout=30)
+                shown.wait_for("got: hello-browser")  # the log pane shows the job's answer
+                shown.clear()
                 page.keyboard.press("Escape")
-                shown.wait_for("got: hello-browser")
+                shown.wait_for("Kill")  # the table has the focus: the full footer is drawn again
+                shown.clear()
                 page.keyboard.press("ArrowDown")
-                page.wait_for_timeout(300)
+                shown.wait_for(victim)  # the detail title names the selected job by its full id
                 shown.clear()
                 page.keyboard.press("k")
-                shown.wait_for("Kill this job?", "victim")
+                shown.wait_for("Kill this job?", victim)
                 page.keyboard.press("y")
                 wait_until(lambda: status(home, victim) != "running", timeout=30)
                 shown.wait_for("killed")
