@@ -108,14 +108,29 @@ def thousand_jobs(cfg: Config) -> list[Row]:
         total = sum(_mem(p)[1] for p in pids) / 1024
         cold, raw = interleave(cfg.runs, lambda: _list(ProcessRegistry(home=home), n),
                                lambda: _raw_list(reg.jobs_dir))
+        idle = _dashboard_idle(home, cfg.runs)
         _end_jobs(reg)
     return [
+        Row("7 1,000 idle jobs: dashboard idle CPU", "% core", idle, "", [], "< 3 %", _med(idle) < 3,
+            note="2 s windows, dashboard in tmux over the 1,000 running jobs"),
         Row("7 1,000 idle jobs: total supervisor PSS", "GB", [total], "", [], "< 2 GB", total < 2),
         Row("7 1,000 idle jobs: spawn of the 996th-1,000th", "ms", last, "subprocess.Popen", popen, "< 5 ms",
             _med(last) < 5),
         Row("7 1,000 idle jobs: list(), new registry", "ms", cold, "listdir + 3 json reads", raw, "< 100 ms",
             _med(cold) < 100),
     ]
+
+
+def _dashboard_idle(home: Path, runs: int) -> list[float]:
+    """% of a core the dashboard uses while it shows `home`'s jobs and nothing happens."""
+    from .b_dashboard import _app, cpu_window
+
+    tm, app = _app(home)
+    try:
+        time.sleep(2.0)  # the first samples of 1,000 jobs
+        return [cpu_window(app, 2.0) for _ in range(runs)]
+    finally:
+        tm.kill()
 
 
 def _clone(src: Path, jobs_dir: Path, count: int) -> None:

@@ -104,7 +104,9 @@ class HermesProcessRegistry:
         if registry is None:
             from .registry import ProcessRegistry
 
-            registry = ProcessRegistry(home=home)
+            # this machine's jobs, even when $HERMES_PROCS_HOST names another one for the CLI:
+            # the adapter reads job folders directly (remote hosts: the tool's and MCP's `host`)
+            registry = ProcessRegistry(home=home, host="local")
         self._registry = registry
         self._redact = redact
         self._own_only = consumer is None

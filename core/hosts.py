@@ -202,7 +202,11 @@ class HostSet:
             except ValueError as exc:
                 return {"status": "error", "error": str(exc)}
             self.remotes[reg.host.label] = reg
-        return reg.spawn(command, **kwargs)
+        result = reg.spawn(command, **kwargs)
+        if isinstance(result, dict) and result.get("session_id"):
+            with self._lock:  # its calls go to its host before the next list() sees it
+                self._where[result["session_id"]] = reg.host.label
+        return result
 
     def drain_events(self, *args: Any, **kwargs: Any) -> Any:
         return self.local.drain_events(*args, **kwargs)

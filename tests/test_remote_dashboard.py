@@ -180,3 +180,19 @@ def test_hosts_command_lists_connects_and_forgets(server, tmp_path):
     assert again.returncode == 1 and again.stderr.count("\n") == 1 and "not a remembered host" in again.stderr
     bad = cli("--host", "ftp://x")  # the dashboard with a bad host: one line, before any terminal
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "unsupported host scheme" in bad.stderr
+
+
+
+def test_hermes_adapter_stays_local_when_the_cli_default_host_is_remote(tmp_path, monkeypatch):
+    """$HERMES_PROCS_HOST sets the CLI's default host; the adapter (which reads job folders
+    directly) keeps its jobs on this machine instead of breaking."""
+    from hermes_procs.core.compat import HermesProcessRegistry
+
+    monkeypatch.setenv("HERMES_PROCS_HOST", "ssh://nobody@nonexistent.invalid")
+    adapter = HermesProcessRegistry(home=tmp_path / "home")
+    try:
+        session = adapter.spawn_local("echo here")
+        assert (tmp_path / "home" / "jobs" / session.id).is_dir()
+        assert "here" in adapter.wait(session.id, timeout=30)["output"]
+    finally:
+        adapter.close()
