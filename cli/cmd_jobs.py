@@ -130,6 +130,12 @@ def log_cmd(
         typer.Option("--offset", metavar="N", help="First line (0-based); default: the last --limit lines."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", metavar="N", help="Number of lines.")] = 200,
+    since: Annotated[
+        Optional[str],
+        typer.Option("--since", metavar="WHEN",
+                     help="Only output that arrived since WHEN: seconds ago (300), a duration (5m, 1h30m) "
+                          "or an ISO time (2026-11-26T06:30:00)."),
+    ] = None,
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Then stream live output until the job exits.")
     ] = False,
@@ -143,6 +149,8 @@ def log_cmd(
     home, as_json = opts(ctx, home, as_json)
     reg = registry(home)
     if follow:
+        if since is not None:
+            raise CliError("--since and --follow cannot be combined (--since reads what is on disk)")
         if as_json:
             raise CliError("--follow and --json cannot be combined (use `events --follow` for JSON lines)")
         from hermes_procs.core.livestream import AttachError
@@ -155,4 +163,6 @@ def log_cmd(
             raise CliError(str(exc)) from None
         raise typer.Exit(rc)
     kwargs: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
+    if since is not None:
+        kwargs["since"] = since
     emit(reg.read_log(session_id, **kwargs), as_json, lambda r: r.get("output") or "")

@@ -38,6 +38,7 @@ import os
 import threading
 import time
 from array import array
+from bisect import bisect_right
 from collections import OrderedDict
 from itertools import accumulate
 from pathlib import Path
@@ -466,6 +467,17 @@ class LineIndex:
                 pos = end + 1
             return out
 
+    def line_at(self, offset: int) -> int:
+        """The line holding absolute byte ``offset`` (clamped: 0 before the first retained
+        byte, ``line_count`` from the end of the indexed bytes on)."""
+        with self._lock:
+            if offset >= self._scanned:
+                return self.line_count
+            offset = max(offset, self._base)
+            j = bisect_right(self._cps, offset) - 1
+            start = self._cps[j]
+            return j * CHECKPOINT_EVERY + self._layout.read(start, offset).count(b"\n")
+
     def line_span(self, i: int) -> tuple[int, int]:
         """``(start, end)`` absolute offsets of raw line ``i`` (``end`` excludes the ``\\n``)."""
         sp = self.spans(i, 1)
@@ -550,11 +562,12 @@ def _human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200) -> dict:
+def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200, since_offset: int | None = None) -> dict:
     """A window of text lines of a job's log (the API's ``read_log`` semantics, docs/api.md).
 
     ``offset=None``: the last ``limit`` lines; ``offset=N``: lines ``N .. N+limit-1`` (0 = the
-    first retained line).  Returns ``{"output": str, "total_lines": int, "showing": str,
+    first retained line).  ``since_offset`` (with ``offset=None``): none of the lines before
+    the one holding that absolute byte offset.  Returns ``{"output": str, "total_lines": int, "showing": str,
     "dropped_bytes": int}``; ``output`` is the lines joined with ``\\n`` after
     :func:`~hermes_procs.core.text.to_text`; a line longer than ``LINE_CAP`` raw bytes is cut
     with a ``[… N bytes truncated]`` marker.  A missing log reads as empty.
@@ -568,6 +581,8 @@ def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200) -> dic
             total = idx.line_count
             dropped = idx.dropped_bytes
             first = max(0, total - limit) if offset is None else max(0, int(offset))
+            if since_offset is not None and offset is None:
+                first = max(first, idx.line_at(since_offset))
             spans = idx.spans(first, limit)
             texts = [_line_text(idx, s, e, LINE_CAP) for s, e in spans]
         finally:

@@ -48,7 +48,8 @@ dashboard. Start one with process_start and keep its session_id.
 - process_wait is clamped to a maximum (default 180 s; timeout_note says so): call it again.
 - process_screen shows what a pty job's terminal shows now (full-screen programs, REPLs, top).
 - process_search finds a regex in whole logs; process_restart reruns a job as a new one.
-- process_log without offset shows the last lines; page with offset (0 = first line) and limit.
+- process_log without offset shows the last lines; page with offset (0 = first line) and limit;
+  since='5m' keeps only what arrived in the last 5 minutes.
 - process_kill stops the job's whole process tree.
 - Secrets in output are masked as ***."""
 
@@ -144,10 +145,14 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         offset: Annotated[int | None, Field(ge=0, description="First line to return (0 = the first line). "
                                                               "Omit for the last `limit` lines.")] = None,
         limit: Annotated[int, Field(ge=1, description="How many lines to return.")] = 200,
+        since: Annotated[str | float | None, Field(description=(
+            "Only output that arrived since then: seconds ago (300), a duration ('5m', '1h30m') or an "
+            "ISO time ('2026-11-26T06:30:00'). Not with offset."))] = None,
         host: HostArg = None,
     ) -> Result:
         """Output lines of a job (ANSI stripped) with total_lines, so a long log can be paged."""
-        return call({"host": host, "action": "log", "session_id": session_id, "offset": offset, "limit": limit})
+        return call({"host": host, "action": "log", "session_id": session_id, "offset": offset, "limit": limit,
+                     "since": since})
 
     def process_wait(
         session_id: SessionId,

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import events, listindex, logstore, proctree, protocol, stats, template, text, wait_until
+from . import events, listindex, logstore, proctree, protocol, stats, template, text, timeline, wait_until
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
 from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
@@ -310,15 +310,25 @@ class ProcessRegistry:
                                  started_at=job.started_at, log_path=str(job.dir / logstore.LOG_NAME))
 
     @_safe
-    def read_log(self, session_id, offset=None, limit: int = 200) -> dict:
+    def read_log(self, session_id, offset=None, limit: int = 200, since=None) -> dict:
         """Lines `offset` .. `offset+limit-1` of the job's output (None: the last `limit` lines).
+        `since` (seconds ago, a duration like "5m", or an ISO time; not with `offset`): only
+        the output that arrived since then (core/timeline.py).
 
         Returns status, session_id, output, total_lines, showing."""
         if offset is not None:
             whole(offset, "offset", 0)
         whole(limit, "limit", 1)
         job = self._job(session_id)
-        result = logstore.read_lines(job.dir, offset, min(limit, 100_000))
+        if since is None:
+            return {"status": job.status, "session_id": job.session_id,
+                    **logstore.read_lines(job.dir, offset, min(limit, 100_000))}
+        if offset is not None:
+            raise BadInput("give offset or since, not both")
+        try:
+            result = timeline.read_since(job.dir, since, min(limit, 100_000))
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
         return {"status": job.status, "session_id": job.session_id, **result}
 
     @_safe

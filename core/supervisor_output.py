@@ -1,5 +1,6 @@
 """The supervisor's output side: read the job's output, append it to the log (rotating it at
-half the cap, counting what a write error keeps out), answer a PTY's terminal queries.
+half the cap, counting what a write error keeps out), note when it arrived (times.idx, see
+core/timeline.py), answer a PTY's terminal queries.
 
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
@@ -8,6 +9,8 @@ import mmap
 import os
 import threading
 import time
+
+import timeline
 
 LOG = "output.log"
 READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
@@ -30,6 +33,11 @@ class OutputLog:
         self.view = memoryview(self.buf)
         self.offset = self.log_size
         self.output_open = True
+        self.log_end = self.log_size  # absolute offset of the end of the stored log
+        self.times_fd = -1
+        self.times_next = 0.0  # no record before this time (time.time())
+        self.times_last = 0  # ms of the last record (times never go back)
+        self._open_times(self.jobdir)
 
     def _open_log(self) -> None:
         try:
@@ -37,6 +45,23 @@ class OutputLog:
             self.log_size = os.fstat(self.log_fd).st_size
         except OSError as exc:  # no room for even an empty file: output is counted as dropped
             self._complain(f"cannot open the output log: {exc}")
+
+    def _open_times(self, folder: str = "") -> None:
+        """Open times.idx for appending (``folder``: the job folder until the loop moves there)."""
+        try:
+            self.times_fd = os.open(os.path.join(folder, timeline.TIMES_NAME),
+                                    os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        except OSError:  # no times for this job; the output still goes to the log
+            self.times_fd = -1
+
+    def _note_time(self, now: float) -> None:
+        """One times.idx record: output from the current end of the log on arrived now."""
+        self.times_next = now + timeline.EVERY
+        self.times_last = max(self.times_last, int(now * 1000))
+        try:
+            os.write(self.times_fd, timeline.record(self.log_end, self.times_last))
+        except OSError:  # disk full: these bytes take an earlier record's time
+            pass
 
     def _read_output(self) -> bool:
         """Read what is there into the reused buffer (no allocation per read); a PTY hands out
@@ -63,7 +88,12 @@ class OutputLog:
 
     def _append(self, data: memoryview) -> None:
         """New output: to the log, to attached clients, then the checks that need the bytes."""
+        if self.times_fd >= 0:
+            now = time.time()
+            if now >= self.times_next:
+                self._note_time(now)
         stored = self._write_log(data)
+        self.log_end += stored
         if stored < len(data):  # disk full or folder gone: keep the job and the live stream going
             self.output_dropped += len(data) - stored
             self.state_dirty = True
@@ -131,6 +161,19 @@ class OutputLog:
             threading.Thread(target=unlink_quietly, args=(doomed,)).start()
         self.log_fd, self.log_size = new_fd, 0
         self._write_state()
+        if doomed:
+            self._prune_times()
+
+    def _prune_times(self) -> None:
+        """Drop the times of the output the cap just dropped (the index stays as small as the log)."""
+        if self.times_fd < 0:
+            return
+        try:
+            timeline.prune(timeline.TIMES_NAME, self.dropped)
+        except OSError:
+            return
+        os.close(self.times_fd)
+        self._open_times()
 
     def _write_state(self) -> None:
         """logstate.json: bytes rotated out, the first retained segment, output not stored."""

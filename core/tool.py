@@ -60,7 +60,8 @@ _DESCRIPTION = (
     "line numbers usable as log offset; restart reruns a job with the same command, cwd, env "
     "and options (killing it first if it runs).\n"
     "- log without offset shows the last `limit` lines (default 200); page through a long log "
-    "with offset (0 = first line) and limit; total_lines tells you how far there is to go.\n"
+    "with offset (0 = first line) and limit; total_lines tells you how far there is to go; "
+    "since ('5m', seconds ago, or an ISO time) keeps only the output that arrived since then.\n"
     "- kill stops the whole process tree (children and grandchildren too), not just the shell.\n"
     "- Secrets (tokens, passwords) in output are masked as ***."
 )
@@ -153,6 +154,12 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "integer",
                 "minimum": 0,
                 "description": "log: first line to show (0 = the first line). Omit for the last lines.",
+            },
+            "since": {
+                "type": ["string", "number"],
+                "description": "log: only output that arrived since then: seconds ago (300), a duration "
+                "('5m', '1h30m') or an ISO time ('2026-11-26T06:30:00'; local unless it ends in Z or "
+                "an offset). Not with offset.",
             },
             "limit": {
                 "type": "integer",
@@ -359,7 +366,10 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
     if action == "log":
         offset = _get(args, "offset", int)
         limit = _get(args, "limit", int, default=200)
-        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
+        since = args.get("since")  # a number or a string: validated by the registry (error dict)
+        if since is None:
+            return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
+        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, since=since))
     if action == "wait":
         return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float),
                                  until=_get(args, "until", str, default="exit")))
