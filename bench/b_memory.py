@@ -106,7 +106,8 @@ def thousand_jobs(cfg: Config) -> list[Row]:
             p.wait()
         time.sleep(1.0)
         total = sum(_mem(p)[1] for p in pids) / 1024
-        cold, raw = interleave(cfg.runs, lambda: _list(ProcessRegistry(home=home), n),
+        # n running jobs, plus the finished one that started the template
+        cold, raw = interleave(cfg.runs, lambda: _list(ProcessRegistry(home=home), n + 1),
                                lambda: _raw_list(reg.jobs_dir))
         idle = _dashboard_idle(home, cfg.runs)
         _end_jobs(reg)
