@@ -2,7 +2,8 @@
 
 * :class:`TopBar`: how many jobs run / wait for input, the table's filter, sort and search (bound
   to the :class:`~.main_screen.MainScreen` reactives with ``data_bind``), and the home.
-* :class:`DetailTitle`: the selected job's id, name, command, status and the log pane's state.
+* :class:`DetailTitle`: the selected job's id, name, command, status (``rerun of <id>`` for a
+  rerun) and the log pane's state.
 
 A reactive repaints only when its value changes, and both bars have a fixed height, so an
 update never asks for a layout pass (a reflow of the whole screen): only the bar is repainted.
@@ -14,7 +15,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from .jobs_table import fmt_duration
+from .jobs_table import fmt_duration, short_id
 from .sampler import JobRow
 
 __all__ = ["TopBar", "DetailTitle", "one_line"]
@@ -94,6 +95,8 @@ class DetailTitle(Widget):
         text.append(row.session_id, style="cyan")
         if row.name:
             text.append(f"  {row.name}", style="bold")
+        if row.rerun_of:  # before the command, which may be long and cut off
+            text.append(f"  rerun of {short_id(row.rerun_of)}", style="italic")
         text.append(f"  {one_line(row.command)[:80]}")
         text.append("  · ", style="dim")
         text.append(row.label, style="bold green" if row.running else "bold")

@@ -1,5 +1,5 @@
-"""Modal screens: kill confirmation, signal chooser, new job, save the log (the help screen is in
-help.py)."""
+"""Modal screens: kill and rerun confirmations, signal chooser, new job, save the log (the help
+screen is in help.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-__all__ = ["KillScreen", "SignalScreen", "NewJobScreen", "SaveLogScreen"]
+__all__ = ["KillScreen", "RerunScreen", "SignalScreen", "NewJobScreen", "SaveLogScreen"]
 
 _DIALOG_CSS = """
 {name} {{
@@ -123,6 +123,55 @@ class KillScreen(ModalScreen[dict | None]):
         button.label = "Close"
         button.disabled = False
         button.focus()
+
+
+class RerunScreen(ModalScreen[bool]):
+    """Confirm the rerun of a job that still runs: it is killed, then started again as a new job.
+
+    Dismisses with True (go on) or False.  The running copy is stopped rather than a second one
+    started beside it: two copies of a dev server, a watcher or a build fight over the same port,
+    lock files and output folder, and "restart" means stop-then-start in pm2, process-compose and
+    mprocs alike.  A second copy is one ``n`` away (the command is copied with ``c``).
+    """
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="RerunScreen") + """
+    RerunScreen > Vertical { border: thick $warning 80%; }
+    RerunScreen #rerun-note { height: auto; color: $text-muted; margin-top: 1; }
+    """
+    BINDINGS = [
+        Binding("escape,n", "cancel", "Cancel"),
+        Binding("y", "confirm", "Rerun"),
+    ]
+
+    def __init__(self, job: Any) -> None:
+        super().__init__()
+        self.job = job
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("This job is still running: kill it and run it again?", classes="title")
+            yield Static(Text.assemble(("name     ", "dim"), self.job.name or "-"))
+            yield Static(Text.assemble(("command  ", "dim"), self.job.command))
+            yield Static(Text.assemble(("cwd      ", "dim"), self.job.cwd or "-"))
+            yield Static(Text.assemble(("id       ", "dim"), self.job.session_id, ("   pid ", "dim"),
+                                       str(self.job.pid or "-"), ("   PTY" if self.job.pty else "", "dim")))
+            yield Static("Its whole process tree gets SIGTERM (SIGKILL after the grace period); the same "
+                         "command then starts as a new job, with the same directory, environment and PTY. "
+                         "The old job and its log stay.", id="rerun-note")
+            with Horizontal(classes="buttons"):
+                yield Button("Cancel (n)", id="cancel", compact=True)
+                yield Button("Kill and rerun (y)", id="confirm", variant="warning", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm", Button).focus()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    @on(Button.Pressed, "#confirm")
+    def action_confirm(self) -> None:
+        self.dismiss(True)
 
 
 SIGNALS = (

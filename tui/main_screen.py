@@ -26,15 +26,15 @@ from textual.widgets import DataTable, Footer, Static
 
 from .bars import DetailTitle, TopBar, one_line
 from .clipboard import system_copy
-from .dialogs import KillScreen, NewJobScreen, SaveLogScreen, SignalScreen
+from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
 from .find import FilterBar, FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
 from .log_export import save_log, selected_text
 from .log_pane import LogPane
-from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobStarted, LogSaved, SendMode,
-                       SignalSent)
+from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobRerun, JobStarted, LogSaved,
+                       SendMode, SignalSent)
 from .sampler import JobRow, Sampler, SnapshotData
 from .terminal import TerminalPane
 
@@ -60,6 +60,9 @@ class MainScreen(Screen):
     BINDINGS = [
         Binding("n", "new_job", "New", tooltip="new job: command, working directory, PTY toggle, name", id="new_job"),
         Binding("k", "kill", "Kill", tooltip="kill the selected job's whole tree (asks first)", id="kill"),
+        Binding("r", "rerun", "Rerun", show=False,
+                tooltip="run the selected job again (same command, cwd, env, PTY) as a new job; "
+                        "a running one is killed first (asks)", id="rerun"),
         Binding("s", "signal", "Signal", tooltip="send a signal: INT, TERM, HUP or KILL", id="signal"),
         Binding("t", "terminal", "Term", tooltip="terminal pane of a PTY job (keys go to the job)", id="terminal"),
         Binding("i", "focus_input", "Input", show=False,
@@ -100,6 +103,7 @@ class MainScreen(Screen):
         self.snapshot: SnapshotData | None = None
         self.terminal: TerminalPane | None = None
         self._statuses: dict[str, str] = {}
+        self._ended_by_us: set[str] = set()  # jobs killed from here (k, r): no exit alert for them
         self._host_states: dict[str, str] = {}
         self._pending_select: str | None = None
 
@@ -161,7 +165,8 @@ class MainScreen(Screen):
         for row in data.jobs:
             before = self._statuses.get(row.session_id)
             # a job seen running has ended, or a new job came and went between two samples
-            if not first and before in ("running", None) and not row.running:
+            if (not first and before in ("running", None) and not row.running
+                    and row.session_id not in self._ended_by_us):
                 self._toast_exit(row)
             self._statuses[row.session_id] = row.status
         for event in data.events:
@@ -405,9 +410,47 @@ class MainScreen(Screen):
             elif status == "error":
                 self.notify(result.get("error", "kill failed"), title="Kill failed", severity="error", markup=False)
             self._statuses[row.session_id] = "killed-by-us"  # no second "exited" toast
+            self._ended_by_us.add(row.session_id)
             self._poke()
 
         self.app.push_screen(KillScreen(self.registry, row), done)
+
+    def action_rerun(self) -> None:
+        """Run the selected job again as a new job (registry.restart: same command, cwd, env, PTY,
+        name; the new job records ``rerun_of``) and select it; the old job and its log stay.  A
+        job still running is killed first, after a confirmation (RerunScreen says why not a
+        second copy)."""
+        if self._refused():
+            return
+        row = self._need_row()
+        if row is None:
+            return
+        if not row.running:
+            self._rerun(row.session_id)
+            return
+
+        def chosen(go: bool | None) -> None:
+            if go:
+                self._ended_by_us.add(row.session_id)  # before the kill: the sampler may see it first
+                self.notify(one_line(row.title)[:50], title="Stopping it to run it again", timeout=3,
+                            markup=False)
+                self._rerun(row.session_id)
+
+        self.app.push_screen(RerunScreen(row), chosen)
+
+    @work(thread=True, group="actions")
+    def _rerun(self, session_id: str) -> None:
+        result = self.registry.restart(session_id)
+        if result.get("status") == "running":
+            self.post_message(JobRerun(session_id, result["session_id"], str(result.get("command", ""))))
+        else:
+            self.post_message(ActionFailed("Rerun failed", result.get("error") or "could not start it again"))
+
+    @on(JobRerun)
+    def _on_rerun(self, message: JobRerun) -> None:
+        self._pending_select = message.new
+        self.notify(one_line(message.command)[:60], title="Rerun started", timeout=3, markup=False)
+        self._poke()
 
     def action_signal(self) -> None:
         if self._refused():

@@ -12,7 +12,7 @@ from enum import Enum
 
 from textual.message import Message
 
-__all__ = ["SendMode", "JobStarted", "SignalSent", "InputSent", "JobAlreadyExited", "ActionFailed", "Copied",
+__all__ = ["SendMode", "JobStarted", "JobRerun", "SignalSent", "InputSent", "JobAlreadyExited", "ActionFailed", "Copied",
            "LogSaved"]
 
 
@@ -29,6 +29,15 @@ class JobStarted(Message):
     """A new job runs (the table selects it once the sampler lists it)."""
 
     session_id: str
+    command: str
+
+
+@dataclass
+class JobRerun(Message):
+    """``old`` was started again as ``new`` (registry.restart; the old job and its log stay)."""
+
+    old: str
+    new: str
     command: str
 
 

@@ -64,6 +64,7 @@ class JobRow:
     order: int = 0  # position in registry.list() (newest first)
     host: str = ""  # "" = this machine, else the remote host's label (core/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
+    rerun_of: str = ""  # the job this one is a rerun of (registry.restart), else ""
 
     @property
     def running(self) -> bool:
@@ -257,4 +258,5 @@ class Sampler(threading.Thread):
             order=order,
             host=job.get("host") or "",
             unreachable=unreachable,
+            rerun_of=job.get("rerun_of") or "",
         )

@@ -4,7 +4,7 @@ demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]
 Shots: ``dashboard.svg`` (table + log of a build), ``filter.svg`` (the build's log filtered),
 ``terminal.svg`` (terminal pane with a Python
 REPL), ``input.svg`` (a pipe job waiting for an answer, with the input bar and its history),
-``kill.svg`` (kill confirmation), ``help.svg`` (the key map).  Every job started is killed at the end.
+``kill.svg`` (kill confirmation), ``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map).  Every job started is killed at the end.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hermes_procs.core import ProcessRegistry
 
 from .app import HermesApp
 from .demo import start_demo
-from .dialogs import KillScreen
+from .dialogs import KillScreen, RerunScreen
 from .help import HelpScreen
 from .jobs_table import JobsTable
 from .log_pane import LogPane
@@ -111,6 +111,15 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await pilot.pause(0.2)
         save("kill.svg")
         await pilot.press("n")
+        await _until(pilot, lambda: not isinstance(app.screen, KillScreen))
+
+        # 4b. the rerun confirmation of a running job
+        await pilot.press("r")
+        await _until(pilot, lambda: isinstance(app.screen, RerunScreen))
+        await pilot.pause(0.2)
+        save("rerun.svg")
+        await pilot.press("n")
+        await _until(pilot, lambda: not isinstance(app.screen, RerunScreen))
 
         # 5. help
         await pilot.press("question_mark")
