@@ -79,11 +79,35 @@ def _popen_quick() -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def _any_of(reg: ProcessRegistry, others: list[str]) -> float:
+    """wait_any over `others` (running) plus one more job; that one is killed at t0."""
+    job = reg.spawn("sleep 600")
+    done = {}
+
+    def waiter():
+        done["res"] = reg.wait_any([*others, job["session_id"]], timeout=30)
+        done["t"] = time.perf_counter()
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(SETTLE)
+    t0 = time.perf_counter()
+    os.kill(job["pid"], signal.SIGKILL)
+    th.join(30)
+    if done.get("res", {}).get("session_id") != job["session_id"]:
+        raise RuntimeError(f"wait_any: {done.get('res')}")
+    return (done["t"] - t0) * 1000
+
+
 def run(cfg: Config) -> list[Row]:
     with temp_home() as home:
         reg = ProcessRegistry(home=home)
         warm_template(reg)
         h, hi, p = interleave(cfg.runs, lambda: _hermes(reg, False), lambda: _hermes(reg, True), _popen)
+        others = [reg.spawn("sleep 600")["session_id"] for _ in range(99)]
+        many, one = interleave(cfg.runs, lambda: _any_of(reg, others), lambda: _hermes(reg, False))
+        for sid in others:
+            reg.kill(sid, grace=0.1)
 
         def cold():
             with cold_spawns():
@@ -98,6 +122,8 @@ def run(cfg: Config) -> list[Row]:
         Row("4 wait wake latency", "ms", h, "Popen.wait()", p, "< 10 ms", _med(h) < 10),
         Row("4 wait wake latency, with interrupt", "ms", hi, "Popen.wait()", p, "< 10 ms", _med(hi) < 10,
             note="wait(interrupt=Event) re-checks the event every 50 ms"),
+        Row("4 wait_any of 100 running jobs, one exits", "ms", many, "wait() of that one job", one, "< 100 ms",
+            _med(many) < 100, note="woken by inotify on the home (the exit's event line), then 100 loads"),
     ]
 
 

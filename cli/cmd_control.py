@@ -16,12 +16,18 @@ from .output import CliError, check, emit, status_line
 WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
 
 
-def _wait_for(reg: Any, session_id: str, timeout: Optional[float], as_json: bool, until: str = "exit") -> dict[str, Any]:
-    """registry.wait in chunks until the job ends or `timeout` (None: for ever) passes."""
+def _wait_for(reg: Any, session_ids: list[str], timeout: Optional[float], as_json: bool,
+              until: str = "exit") -> dict[str, Any]:
+    """registry.wait (one id) or wait_any (several) in chunks until a job ends or `timeout`
+    (None: for ever) passes."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         step = WAIT_CHUNK if deadline is None else max(0.001, min(WAIT_CHUNK, deadline - time.monotonic()))
-        result: dict[str, Any] = check(reg.wait(session_id, timeout=step, until=until), as_json)
+        if len(session_ids) == 1:
+            got = reg.wait(session_ids[0], timeout=step, until=until)
+        else:
+            got = reg.wait_any(session_ids, timeout=step)
+        result: dict[str, Any] = check(got, as_json)
         if result.get("status") != "timeout":
             return result
         if deadline is not None and time.monotonic() >= deadline - 0.001:
@@ -38,7 +44,8 @@ def _reason_text(result: dict[str, Any]) -> str:
 @app.command("wait")
 def wait_cmd(
     ctx: typer.Context,
-    session_id: IdArg,
+    session_ids: Annotated[list[str], typer.Argument(
+        metavar="ID...", help="Session id or a unique prefix (>= 4 hex); with several, the first to end.")],
     timeout: Annotated[
         Optional[float],
         typer.Option("--timeout", metavar="S", help="Give up after S seconds (default: wait for ever)."),
@@ -54,6 +61,7 @@ def wait_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Wait for a job to end, or (--until) to ask for input, go quiet, print a match or listen.
+    With several ids: until the first of them ends (its id is printed; --json adds `running`).
 
     Exit status: 0 when it has ended or the --until condition holds (whatever its code;
     --exit-code passes the job's own status through), 1 on timeout or error, 130 when
@@ -61,14 +69,17 @@ def wait_cmd(
     """
     home, as_json = opts(ctx, home, as_json)
     reg = registry(home)
+    if len(session_ids) > 1 and until != "exit":
+        raise CliError("--until works with one job id; several ids wait for the first to end")
     if timeout is not None and not timeout > 0:
-        emit(reg.wait(session_id, timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
+        emit(reg.wait(session_ids[0], timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
         raise CliError("--timeout must be a positive number of seconds")
-    result = _wait_for(reg, session_id, timeout, as_json, until)
-    job = JobInfo.from_dict(result, session_id)
+    result = _wait_for(reg, session_ids, timeout, as_json, until)
+    job = JobInfo.from_dict(result, session_ids[0])
     if result.get("status") == "timeout":
+        what = job.session_id if len(session_ids) == 1 else f"any of {len(session_ids)} jobs"
         result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
-        result["error"] = f"timed out after {timeout:g}s waiting for {job.session_id} (still running)"
+        result["error"] = f"timed out after {timeout:g}s waiting for {what} (still running)"
     emit(result, as_json, lambda r: status_line(job) + _reason_text(r), errors=("timeout",))
     if result.get("status") == "interrupted":
         raise typer.Exit(130)

@@ -30,6 +30,7 @@ from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, o
                     resolve_id, write_json_atomic, write_text_atomic)
 from .screen import render as render_screen
 from .search import compile_pattern, search_log
+from .watch import HomeWatch
 
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
@@ -449,16 +450,7 @@ class ProcessRegistry:
             condition = wait_until.parse(until)
         except wait_until.UntilError as exc:
             raise BadInput(str(exc)) from None
-        maximum = _env_float("HERMES_PROCS_MAX_WAIT", DEFAULT_MAX_WAIT)
-        note = None
-        if timeout is None:
-            timeout = maximum
-        else:
-            timeout = seconds(timeout, "timeout", maximum=math.inf)
-            if timeout > maximum:
-                note = (f"timeout {timeout:g}s was clamped to the maximum of {maximum:g}s "
-                        "(HERMES_PROCS_MAX_WAIT); call wait again to keep waiting")
-                timeout = maximum
+        timeout, note = _wait_timeout(timeout)
         job = self._job(session_id)
         deadline = time.monotonic() + timeout
         met: dict = {}
@@ -485,6 +477,40 @@ class ProcessRegistry:
         if note:
             result["timeout_note"] = note
         return result
+
+    @_safe
+    def wait_any(self, session_ids, timeout=None, interrupt: threading.Event | None = None) -> dict:
+        """Block until the first of `session_ids` (a list of ids or unique prefixes) has ended,
+        `timeout` seconds pass (clamped as for wait) or `interrupt` is set. Woken by inotify on the
+        home (every exit appends to events.jsonl: core/watch.py), with a 1 s look in any case (a
+        job whose supervisor died ends without an event).
+
+        Returns `exited` with that job's `session_id`, outcome fields and output, and `running`
+        (the ids of the others still running); or `timeout` / `interrupted` with `running`."""
+        if isinstance(session_ids, (str, bytes)) or not isinstance(session_ids, (list, tuple)):
+            raise BadInput("session_ids must be a list of job ids")
+        if not 1 <= len(session_ids) <= 10_000:
+            raise BadInput(f"session_ids must name 1 to 10000 jobs, not {len(session_ids)}")
+        ids = list(dict.fromkeys(resolve_id(self.jobs_dir, sid) for sid in session_ids))
+        timeout, note = _wait_timeout(timeout)
+        deadline = time.monotonic() + timeout
+        with HomeWatch(self.home) as watch:
+            while True:
+                jobs = [self._job(sid) for sid in ids]
+                running = [job.session_id for job in jobs if job.running]
+                done = next((job for job in jobs if not job.running), None)
+                if done is not None:
+                    result = {"status": "exited", "session_id": done.session_id, "reason": "exited",
+                              **_outcome_fields(done), "output": self._tail_text(done, 2000), "running": running}
+                    return {**result, "timeout_note": note} if note else result
+                left = deadline - time.monotonic()
+                if left <= 0 or (interrupt is not None and interrupt.is_set()):
+                    outcome = "timeout" if left <= 0 else "interrupted"
+                    result = {"status": outcome, "reason": outcome, "running": running}
+                    if outcome == "timeout":
+                        result["timeout_note"] = note or f"all {len(running)} still running after {timeout:g}s"
+                    return result
+                watch.wait(min(left, 0.2 if interrupt is not None else 1.0))
 
     def _wait_socket(self, job: Job, timeout: float, interrupt, check=None) -> tuple[str, dict | None, dict]:
         """(outcome, the supervisor's exit record or None, the fields of the condition met): outcome is
@@ -823,6 +849,19 @@ def _rerun_meta(env, quiet_after, rerun_of) -> dict:
     return {"env": {k: str(v) for k, v in (env or {}).items()},
             "quiet_after": None if quiet_after is None else seconds(quiet_after, "quiet_after"),
             "rerun_of": str(rerun_of) if rerun_of else None}
+
+
+def _wait_timeout(timeout) -> tuple[float, str | None]:
+    """(seconds to wait, a note when `timeout` was clamped to HERMES_PROCS_MAX_WAIT); None waits
+    the maximum. Raises BadNumber for a bad value."""
+    maximum = _env_float("HERMES_PROCS_MAX_WAIT", DEFAULT_MAX_WAIT)
+    if timeout is None:
+        return maximum, None
+    timeout = seconds(timeout, "timeout", maximum=math.inf)
+    if timeout > maximum:
+        return maximum, (f"timeout {timeout:g}s was clamped to the maximum of {maximum:g}s "
+                         "(HERMES_PROCS_MAX_WAIT); call wait again to keep waiting")
+    return timeout, None
 
 
 def _outcome_fields(job: Job) -> dict:
