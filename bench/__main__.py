@@ -51,9 +51,9 @@ def table(rows: list[Row]) -> str:
         met = {True: "yes", False: "NO", None: "-"}[r.met]
         lines.append((r.name, val, base, ratio, r.target or "-", met))
     widths = [max(len(str(x[i])) for x in [head, *lines]) for i in range(len(head))]
-    out = [" | ".join(h.ljust(w) for h, w in zip(head, widths)),
+    out = [" | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)),
            "-|-".join("-" * w for w in widths)]
-    out += [" | ".join(str(c).ljust(w) for c, w in zip(line, widths)) for line in lines]
+    out += [" | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
     return "\n".join(out)
 
 
@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(table(rows))
     total = round(time.monotonic() - start, 1)
-    print(f"\ntotal {total} s; ratio = value / baseline; each figure: median of >= {cfg.runs} interleaved runs [min-max]")
+    print(f"\ntotal {total} s; ratio = value / baseline; each figure: median of >= {cfg.runs} interleaved runs "
+          "[min-max]")
     info["loadavg_at_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
     result = {"machine": info, "mode": "full" if cfg.full else "quick", "runs": cfg.runs, "seconds": timings,
               "total_seconds": total, "rows": [r.as_dict() for r in rows], "table": table(rows)}

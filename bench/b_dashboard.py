@@ -27,7 +27,7 @@ import psutil
 
 from hermes_procs.core import ProcessRegistry
 
-from .common import warm_template, PY, ROOT, Config, Row, temp_home
+from .common import PY, ROOT, Config, Row, temp_home, warm_template
 
 FLOOD = "seq 1 100000000000"
 MB = 1 << 20
@@ -203,7 +203,7 @@ def idle_flood_memory(cfg: Config) -> list[Row]:
                 tms.append(mtm)
             # (a) idle: alternate windows while both sit idle
             a_h, a_m = [], []
-            for i in range(runs):  # idle figures are small: 2 s windows (CPU ticks are 10 ms)
+            for _ in range(runs):  # idle figures are small: 2 s windows (CPU ticks are 10 ms)
                 a_h.append(cpu_window(app, 2 * window))
                 if mp:
                     a_m.append(cpu_window(mp, 2 * window))
@@ -235,13 +235,13 @@ def idle_flood_memory(cfg: Config) -> list[Row]:
             ttm.tmux("split-window", "-h", "-t", "s", "cat")
             time.sleep(0.3)
             panes = ttm.tmux("list-panes", "-t", "s", "-F", "#{pane_id} #{pane_pid}").split()
-            flood_pane, cat_pane = panes[0], panes[2]
+            cat_pane = panes[2]
             tseq = _descendants_named(psutil.Process(int(panes[1])), "seq") or [int(panes[1])]
             tserver = psutil.Process(ttm.server_pid())
             _stop(tseq, signal.SIGSTOP)
             b_h, b_m, b_t, l_h, l_t = [], [], [], [], []
             k = [0]
-            for i in range(runs):
+            for _ in range(runs):
                 # hermes
                 _stop([fpid], signal.SIGCONT)
                 time.sleep(0.3)
@@ -365,7 +365,8 @@ def big_log(cfg: Config) -> list[Row]:
             cpu_after = cpu_window(app, 1.0)
             reg.kill(small["session_id"], grace=0.5)
             return [Row("6d select a 500 MB log, see its last line", "ms", h, "less -n: G", b, "< 1000 ms",
-                        _med(h) < 1000, note=f"{actual // MB} MB log; app RSS after: {rss:.0f} MB, CPU {cpu_after:.0f} % just after")]
+                        _med(h) < 1000,
+                        note=f"{actual // MB} MB log; app RSS after: {rss:.0f} MB, CPU {cpu_after:.0f} % just after")]
     finally:
         for t in tms:
             t.kill()

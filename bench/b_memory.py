@@ -198,9 +198,10 @@ def list_time(cfg: Config) -> list[Row]:
             # again (what the dashboard's sampler pays every second)
             warm_reg = ProcessRegistry(home=home)
             warm_reg.list()
-            cold, unindexed, warm, raw = interleave(
-                cfg.runs, lambda: _list(ProcessRegistry(home=home), n), lambda: _list_unindexed(home, n),
-                lambda: _list(warm_reg, n), lambda: _raw_list(reg.jobs_dir))
+            cold, unindexed, warm, raw = interleave(  # the lambdas run within this iteration
+                cfg.runs, lambda: _list(ProcessRegistry(home=home), n),  # noqa: B023
+                lambda: _list_unindexed(home, n),  # noqa: B023
+                lambda: _list(warm_reg, n), lambda: _raw_list(reg.jobs_dir))  # noqa: B023
             target = 60 if n == 2000 else None
             rows.append(Row(f"7 list() {n} finished jobs, new registry", "ms", cold, "same, no index", unindexed,
                             f"< {target} ms" if target else "info", _med(cold) < target if target else None))

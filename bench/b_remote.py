@@ -16,7 +16,7 @@ from hermes_procs.core import ProcessRegistry
 from .common import ROOT, Config, Row, interleave, kill_supervisors, temp_home
 
 sys.path.insert(0, str(ROOT / "tests"))
-import sshd  # noqa: E402  (tests/sshd.py: the test suite's real sshd launcher)
+import sshd
 
 
 def run(cfg: Config) -> list[Row]:

@@ -45,7 +45,8 @@ def search_cmd(
     words: Annotated[list[str], typer.Argument(metavar="[ID] PATTERN", help="A job (optional) and a regex.")],
     context: Annotated[int, typer.Option("--context", "-C", metavar="N", help="Lines around each match.")] = 2,
     limit: Annotated[int, typer.Option("--limit", metavar="N", help="Matches shown at most.")] = 50,
-    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Without ID: only this task's jobs.")] = None,
+    task: Annotated[Optional[str], typer.Option(
+        "--task", metavar="T", help="Without ID: only this task's jobs.")] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

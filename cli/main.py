@@ -16,8 +16,7 @@ import typer
 from typer import _click
 
 # isort: off  (the order of these imports is the order of the commands in --help)
-from . import (cmd_control, cmd_dashboard, cmd_input, cmd_jobs, cmd_service,  # noqa: F401 - they add the commands
-               cmd_agent, cmd_hosts, cmd_web)
+from . import cmd_agent, cmd_control, cmd_dashboard, cmd_hosts, cmd_input, cmd_jobs, cmd_service, cmd_web  # noqa: F401 - they add the commands
 
 # isort: on
 from .app import app

@@ -4,7 +4,6 @@ its --home/--json (`opts`) and the registry over that home (`registry`)."""
 from __future__ import annotations
 
 import os
-
 from typing import Annotated, Any, Optional
 
 import typer

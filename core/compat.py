@@ -42,7 +42,8 @@ import threading
 import time
 import uuid
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import logstore, text
 from .compat_checkpoint import Checkpoint
@@ -188,7 +189,7 @@ class HermesProcessRegistry:
             except Exception as exc:  # noqa: BLE001
                 self._log_once("forgetting the event cursor", exc)
 
-    def __enter__(self) -> "HermesProcessRegistry":
+    def __enter__(self) -> HermesProcessRegistry:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -204,7 +205,8 @@ class HermesProcessRegistry:
                 self._log_once("reading the event log", exc)
                 return 0
             if not isinstance(events, list):
-                self._log_once("reading the event log", str(events.get("error") if isinstance(events, dict) else events))
+                why = events.get("error") if isinstance(events, dict) else events
+                self._log_once("reading the event log", str(why))
                 return 0
             out: list[dict] = []
             for event in events:

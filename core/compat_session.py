@@ -22,7 +22,7 @@ from .paths import IdError
 if TYPE_CHECKING:  # pragma: no cover
     from .compat import HermesProcessRegistry
 
-__all__ = ["ProcessSession", "format_process_notification", "ROUTE_KEYS", "PERSISTED"]
+__all__ = ["PERSISTED", "ROUTE_KEYS", "ProcessSession", "format_process_notification"]
 
 # Watcher routing fields: ``watcher_<key>`` on the session, ``<key>`` in every event.
 ROUTE_KEYS = ("platform", "chat_id", "user_id", "user_name", "thread_id", "message_id")
@@ -40,7 +40,7 @@ class ProcessSession:
     state (the output is a bounded tail of the log, re-read only when the log changed).
     """
 
-    def __init__(self, owner: "HermesProcessRegistry | None", info: dict, *, outcome: dict | None = None,
+    def __init__(self, owner: HermesProcessRegistry | None, info: dict, *, outcome: dict | None = None,
                  output: str = "") -> None:
         self._ready = False
         self._owner = owner

@@ -28,7 +28,7 @@ from pydantic import BeforeValidator, Field
 
 from .tool import run_action
 
-__all__ = ["build_server", "serve", "TOOL_NAMES"]
+__all__ = ["TOOL_NAMES", "build_server", "serve"]
 
 TOOL_NAMES = ("process_start", "process_list", "process_poll", "process_log", "process_wait",
               "process_kill", "process_write", "process_submit", "process_close", "process_screen",

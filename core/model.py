@@ -141,7 +141,7 @@ def parse_time(value: object, default: float = 0.0) -> float:
 def iso_time(epoch: float) -> str:
     """Epoch seconds -> ISO 8601 in UTC, whole seconds (the API's `started_at`)."""
 
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")  # noqa: UP017 (3.9)
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
 
 def _opt_int(value: object) -> int | None:

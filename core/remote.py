@@ -322,7 +322,7 @@ class Connection:
 
     def _read_stderr(self, proc: subprocess.Popen) -> None:
         for raw in proc.stderr:
-            self._stderr = (self._stderr + [raw.decode("utf-8", "replace")])[-20:]
+            self._stderr = [*self._stderr, raw.decode("utf-8", "replace")][-20:]
 
     def _read_loop(self, proc: subprocess.Popen) -> None:
         for line in proc.stdout:

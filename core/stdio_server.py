@@ -26,7 +26,7 @@ import base64
 import json
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, Optional
+from typing import Any, BinaryIO, Optional
 
 STDIO_VERSION = 1
 NOT_CALLABLE = frozenset({"stream", "job_dir", "log_files"})
@@ -39,14 +39,14 @@ def encode(obj: Any) -> Any:
     return str(obj)
 
 
-def decode_hook(obj: Dict[str, Any]) -> Any:
+def decode_hook(obj: dict[str, Any]) -> Any:
     """json object_hook undoing `encode` for bytes."""
     if len(obj) == 1 and "$b64" in obj:
         return base64.b64decode(obj["$b64"])
     return obj
 
 
-def dumps(message: Dict[str, Any]) -> bytes:
+def dumps(message: dict[str, Any]) -> bytes:
     return json.dumps(message, default=encode, separators=(",", ":")).encode() + b"\n"
 
 
@@ -58,10 +58,10 @@ class Server:
         self.rfile = rfile
         self.wfile = wfile
         self._wlock = threading.Lock()
-        self._cancels: Dict[Any, threading.Event] = {}
-        self._streams: Dict[Any, Any] = {}
+        self._cancels: dict[Any, threading.Event] = {}
+        self._streams: dict[Any, Any] = {}
 
-    def send(self, message: Dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any]) -> None:
         data = dumps(message)
         with self._wlock:
             try:
@@ -70,7 +70,7 @@ class Server:
             except (OSError, ValueError):  # the client is gone: the read loop ends too
                 pass
 
-    def serve(self, hello: Dict[str, Any]) -> None:
+    def serve(self, hello: dict[str, Any]) -> None:
         self.send(hello)
         for line in self.rfile:
             try:
@@ -83,7 +83,7 @@ class Server:
         for stream in list(self._streams.values()):
             stream.close()
 
-    def _dispatch(self, msg: Dict[str, Any]) -> None:
+    def _dispatch(self, msg: dict[str, Any]) -> None:
         mid = msg.get("id")
         if "call" in msg:
             threading.Thread(target=self._call, args=(mid, msg), daemon=True).start()
@@ -107,7 +107,7 @@ class Server:
         else:
             self.send({"id": mid, "error": "unknown message", "kind": "protocol"})
 
-    def _call(self, mid: Any, msg: Dict[str, Any]) -> None:
+    def _call(self, mid: Any, msg: dict[str, Any]) -> None:
         name = msg.get("call")
         args = msg.get("args") or []
         kwargs = msg.get("kwargs") or {}
@@ -127,7 +127,7 @@ class Server:
         finally:
             self._cancels.pop(mid, None)
 
-    def _open_stream(self, mid: Any, spec: Dict[str, Any]) -> None:
+    def _open_stream(self, mid: Any, spec: dict[str, Any]) -> None:
         try:
             stream = self.registry.stream(spec.get("session_id"), input=bool(spec.get("input")),
                                           source=str(spec.get("source") or "human"))
@@ -169,7 +169,8 @@ def main(home: Optional[str] = None, code: str = "installed") -> int:
         out.write(dumps({"hello": "hermes-procs", "v": STDIO_VERSION, "error": f"cannot open home: {exc}"}))
         out.flush()
         return 1
-    hello = {"hello": "hermes-procs", "v": STDIO_VERSION, "version": getattr(sys.modules.get("hermes_procs"), "__version__", "?"),
+    version = getattr(sys.modules.get("hermes_procs"), "__version__", "?")
+    hello = {"hello": "hermes-procs", "v": STDIO_VERSION, "version": version,
              "home": str(registry.home), "code": code,
              "python": "%d.%d.%d" % sys.version_info[:3]}
     Server(registry, sys.stdin.buffer, out).serve(hello)

@@ -7,10 +7,10 @@ socket protocol of docs/internals.md until the job has exited and its output is 
 Stdlib only: it runs once per job.
 """
 
-import os
-import sys
 import fcntl
+import os
 import struct
+import sys
 import termios
 
 PIPE_SIZE = 1 << 20
@@ -133,7 +133,7 @@ def main(args: list) -> int:
         _report('{"error": %s}' % _quote(f"cannot write proc.json: {exc.strerror}"))
         return 1
     _report(proc)
-    from supervisor_loop import Supervisor  # noqa: E402 - loaded only after the job runs
+    from supervisor_loop import Supervisor  # loaded only after the job runs
 
     return Supervisor(jobdir, pid, ticks, out_fd, in_fd, pty).run()
 

@@ -133,7 +133,7 @@ def _acknowledged(sock: socket.socket) -> bool:
     return got.startswith(b"forked ")
 
 
-def start(home, idle: float, log_path) -> "subprocess.Popen | None":
+def start(home, idle: float, log_path) -> subprocess.Popen | None:
     """Start the home's template unless one runs or is starting (its lock is held); the caller
     reaps the returned process. The lock is taken here and handed to the template, so several
     registries racing to start one start exactly one."""
@@ -160,10 +160,10 @@ def start(home, idle: float, log_path) -> "subprocess.Popen | None":
 
 # ---- server (the template process) ---------------------------------------------------------
 def serve(home: str, lock_fd: int, idle: float) -> int:
+    import ctypes
     import gc
     import time
 
-    import ctypes
     import supervisor
     import supervisor_loop  # noqa: F401 - loaded here so every forked supervisor shares it
     import text  # noqa: F401

@@ -139,7 +139,8 @@ def start(base: Path | None = None, cache_home: Path | None = None) -> Sshd:
     host_pub = (base / "host_key.pub").read_text().split()
     (base / "known_hosts").write_text(f"testbox {host_pub[0]} {host_pub[1]}\n")
     (base / "ssh_config").write_text(
-        f"Host testbox\n  HostName 127.0.0.1\n  HostKeyAlias testbox\n  IdentityFile {base}/user_key\n  IdentitiesOnly yes\n"
+        f"Host testbox\n  HostName 127.0.0.1\n  HostKeyAlias testbox\n  IdentityFile {base}/user_key\n"
+        "  IdentitiesOnly yes\n"
         f"  UserKnownHostsFile {base}/known_hosts\n  StrictHostKeyChecking yes\n"
         f"  SetEnv XDG_CACHE_HOME={cache_home}\n  LogLevel ERROR\n")
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(base / "sshd_config")], stdin=subprocess.DEVNULL,
@@ -151,6 +152,6 @@ def start(base: Path | None = None, cache_home: Path | None = None) -> Sshd:
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"sshd did not start: {(base / 'sshd.log').read_text()[-500:]}")
+                raise RuntimeError(f"sshd did not start: {(base / 'sshd.log').read_text()[-500:]}") from None
             time.sleep(0.05)
     return Sshd(port, base, proc, base / "ssh_config")

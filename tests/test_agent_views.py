@@ -5,7 +5,6 @@ import os
 
 from conftest import wait_until
 
-
 # ---- screen ---------------------------------------------------------------------------------
 
 def test_screen_of_a_repl_shows_prompt_answer_and_cursor(registry):
@@ -63,7 +62,8 @@ def test_search_one_log_with_context_and_line_numbers_usable_as_offsets(registry
     got = registry.search(sid, r"^ERROR: \w+$", context=2)
     assert got["total"] == 1 and got["session_id"] == sid
     match = got["matches"][0]
-    assert match["line"] == "ERROR: disk" and match["before"] == ["line 4999", "line 5000"] and match["after"] == ["tail"]
+    assert match["line"] == "ERROR: disk" and match["after"] == ["tail"]
+    assert match["before"] == ["line 4999", "line 5000"]
     assert registry.read_log(sid, offset=match["line_no"], limit=1)["output"].strip() == "ERROR: disk"
 
 

@@ -51,10 +51,9 @@ class Client:
 
 
 async def with_client(home, body):
-    async with stdio_client(server_params(home)) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            return await body(Client(session))
+    async with stdio_client(server_params(home)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await body(Client(session))
 
 
 def test_tools_and_schemas(tmp_path):
@@ -165,13 +164,12 @@ def test_serve_function_directly(tmp_path):
         args=["-c", f"from hermes_procs.core.mcp_server import serve; serve({str(home)!r})"])
 
     async def main():
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                result = await session.call_tool("process_start", {"command": "echo direct"})
-                sid = result.structured_content["session_id"]
-                done = await session.call_tool("process_wait", {"session_id": sid, "timeout": 20})
-                return done.structured_content
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("process_start", {"command": "echo direct"})
+            sid = result.structured_content["session_id"]
+            done = await session.call_tool("process_wait", {"session_id": sid, "timeout": 20})
+            return done.structured_content
 
     done = run(main())
     assert done["status"] == "exited" and "direct" in done["output"]

@@ -10,12 +10,11 @@ import sys
 import time
 
 import pytest
+import sshd as sshd_mod
+from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.remote import RemoteRegistry, connection, parse_host
-
-import sshd as sshd_mod
-from conftest import wait_until
 
 pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
 

@@ -15,10 +15,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import pid_alive, wait_until
 
 from hermes_procs.core import ProcessRegistry, template
-
-from conftest import pid_alive, wait_until
 
 
 @pytest.fixture(autouse=True)

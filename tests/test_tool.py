@@ -158,7 +158,7 @@ def test_wait_clamped(registry, monkeypatch):
 def test_task_scoping(registry):
     mine = call(registry, task_id="task-a", action="start", command="true")["session_id"]
     other = call(registry, task_id="task-b", action="start", command="true")["session_id"]
-    ids = lambda out: [p["session_id"] for p in out["processes"]]  # noqa: E731
+    ids = lambda out: [p["session_id"] for p in out["processes"]]
     assert ids(call(registry, task_id="task-a", action="list")) == [mine]
     assert set(ids(call(registry, task_id="task-a", action="list", all=True))) == {mine, other}
     assert set(ids(call(registry, action="list"))) == {mine, other}

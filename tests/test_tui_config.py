@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import until_async
 
 from hermes_procs.tui.app import HermesApp

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import until_async
 
 from hermes_procs.tui.app import HermesApp
@@ -81,7 +80,7 @@ async def test_mouse_drag_selects_and_copies(registry):
 async def test_ctrl_s_saves_the_log_raw_or_plain(registry, tmp_path):
     app = HermesApp(registry, sample_interval=0.2)
     async with app.run_test(size=(100, 30)) as pilot:
-        _, pane = await open_log(pilot, app, registry,
+        _, _pane = await open_log(pilot, app, registry,
                                  "for i in $(seq 1 50); do printf '\\033[32mok %s\\033[0m\\n' $i; done; sleep 30")
         plain = tmp_path / "plain.log"
         await pilot.press("ctrl+s")

@@ -11,7 +11,6 @@ import time
 import uuid
 
 import pytest
-
 from conftest import wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")

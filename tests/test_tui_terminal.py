@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -11,14 +10,12 @@ import textwrap
 import time
 
 import pytest
-
-from textual import events, on  # noqa: E402
-from textual.app import App, ComposeResult  # noqa: E402
-
 from conftest import until_async, wait_until
+from textual import events, on
+from textual.app import App, ComposeResult
 
-from hermes_procs.tui.fullattach import full_attach  # noqa: E402
-from hermes_procs.tui.terminal import TerminalPane  # noqa: E402
+from hermes_procs.tui.fullattach import full_attach
+from hermes_procs.tui.terminal import TerminalPane
 
 PY = sys.executable
 pytestmark = pytest.mark.anyio

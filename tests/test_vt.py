@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("bittty")
 
-from hermes_procs.tui.keys import paste_bytes, translate_key  # noqa: E402
-from hermes_procs.tui.vt import Modes, VTEngine, safe_tail  # noqa: E402
+from hermes_procs.tui.keys import paste_bytes, translate_key
+from hermes_procs.tui.vt import Modes, VTEngine, safe_tail
 
 
 def test_plain_text_and_cursor():
@@ -201,7 +201,7 @@ def test_skip_ahead_full_screen_redraws_cut_before_an_escape():
     assert fast.modes.alt_screen
     assert fast.screen_text() == ref.screen_text()
     assert fast.line_text(23) == "frame 399 row 23 cpu 77%"
-    cut, tail = safe_tail(data, 24, 80)
+    _cut, tail = safe_tail(data, 24, 80)
     assert tail.startswith(b"\x1b")
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import threading
 
 import pytest
+from conftest import wait_until
 
 from hermes_procs.core.events_stream import iter_events
 from hermes_procs.core.watch import HomeWatch
-
-from conftest import wait_until
 
 
 def _started(home) -> bool:

@@ -130,23 +130,23 @@ def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
     async def attack() -> str:
         url = f"http://127.0.0.1:{served.port}/ws?width=100&height=30&token={served.token}"
         received: list[bytes] = []
-        async with aiohttp.ClientSession() as session:
-            async with session.ws_connect(url, headers={"Origin": f"http://127.0.0.1:{served.port}"}) as ws:
-                async def read() -> None:
-                    async for msg in ws:
-                        if msg.type == aiohttp.WSMsgType.BINARY:
-                            received.append(msg.data)
-                reader = asyncio.create_task(read())
-                await ws.send_json(["resize", {"width": 100, "height": 30}])
-                deadline = time.monotonic() + 30
-                while "keeper" not in strip_ansi(b"".join(received).decode("utf-8", "replace")):
-                    assert time.monotonic() < deadline, "the dashboard never showed the job"
-                    await asyncio.sleep(0.05)
-                for key in ["k", "y", "s", "\r", "i", "x", "\r", "n", "true", "\r", "t", "x"]:
-                    await ws.send_json(["stdin", key])
-                    await asyncio.sleep(0.2)
-                await asyncio.sleep(1.0)
-                reader.cancel()
+        origin = {"Origin": f"http://127.0.0.1:{served.port}"}
+        async with aiohttp.ClientSession() as session, session.ws_connect(url, headers=origin) as ws:
+            async def read() -> None:
+                async for msg in ws:
+                    if msg.type == aiohttp.WSMsgType.BINARY:
+                        received.append(msg.data)
+            reader = asyncio.create_task(read())
+            await ws.send_json(["resize", {"width": 100, "height": 30}])
+            deadline = time.monotonic() + 30
+            while "keeper" not in strip_ansi(b"".join(received).decode("utf-8", "replace")):
+                assert time.monotonic() < deadline, "the dashboard never showed the job"
+                await asyncio.sleep(0.05)
+            for key in ["k", "y", "s", "\r", "i", "x", "\r", "n", "true", "\r", "t", "x"]:
+                await ws.send_json(["stdin", key])
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(1.0)
+            reader.cancel()
         return strip_ansi(b"".join(received).decode("utf-8", "replace"))
 
     try:

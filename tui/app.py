@@ -10,8 +10,8 @@ Closing the dashboard never stops a job: every job belongs to its own supervisor
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable
 from functools import partial
-from typing import Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding

@@ -13,9 +13,8 @@ what a search means.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import re
+from dataclasses import dataclass
 
 from textual import on
 from textual.app import ComposeResult
@@ -24,7 +23,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label
 
-__all__ = ["SearchBox", "JobSearch", "FindBox", "FilterBar"]
+__all__ = ["FilterBar", "FindBox", "JobSearch", "SearchBox"]
 
 
 class SearchBox(Input):

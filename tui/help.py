@@ -20,7 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-__all__ = ["HelpEntry", "key_label", "help_entries", "palette_entries", "markdown_table", "HelpScreen"]
+__all__ = ["HelpEntry", "HelpScreen", "help_entries", "key_label", "markdown_table", "palette_entries"]
 
 _NAMES = {
     "question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",

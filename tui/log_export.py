@@ -12,7 +12,7 @@ from pathlib import Path
 from hermes_procs.core import logstore
 from hermes_procs.core.text import to_text
 
-__all__ = ["selected_text", "save_log", "MAX_COPY_LINES"]
+__all__ = ["MAX_COPY_LINES", "save_log", "selected_text"]
 
 MAX_COPY_LINES = 100_000
 _CHUNK = 1 << 20

@@ -11,14 +11,14 @@ memory.  Context lines are read afterwards by line number through the same
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from hermes_procs.core import logstore
 from hermes_procs.core.text import strip_ansi
 
-__all__ = ["FilterRow", "FilterProgress", "filter_log", "MAX_ROWS"]
+__all__ = ["MAX_ROWS", "FilterProgress", "FilterRow", "filter_log"]
 
 MAX_ROWS = 200_000
 _CHUNK = 1 << 20

@@ -12,8 +12,17 @@ from enum import Enum
 
 from textual.message import Message
 
-__all__ = ["SendMode", "JobStarted", "JobRerun", "SignalSent", "InputSent", "JobAlreadyExited", "ActionFailed", "Copied",
-           "LogSaved"]
+__all__ = [
+    "ActionFailed",
+    "Copied",
+    "InputSent",
+    "JobAlreadyExited",
+    "JobRerun",
+    "JobStarted",
+    "LogSaved",
+    "SendMode",
+    "SignalSent",
+]
 
 
 class SendMode(Enum):

@@ -22,13 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from bittty import Board
+from bittty.style import Style as BStyle
 from rich.color import Color as RichColor
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.strip import Strip
-
-from bittty import Board
-from bittty.style import Style as BStyle
 
 from hermes_procs.core.screen import ReplySink, prepare, replay_modes, safe_tail, scan_modes
 

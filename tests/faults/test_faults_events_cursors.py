@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+
 from hermes_procs.core import ProcessRegistry, events
 
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from conftest import supervisor_gone, wait_until
+
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.paths import HomeError
 

@@ -5,7 +5,6 @@ connection, never dies and never hangs; the next client is served as before."""
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 from conftest import pid_alive, wait_until
@@ -58,7 +57,7 @@ def job(tmp_path_factory):
                                                                    HealthCheck.too_slow])
 @given(lines=LINES)
 def test_supervisor_answers_or_closes_and_survives(job, lines):
-    reg, sid, jobdir, sup = job
+    _reg, _sid, jobdir, sup = job
     payload = b"\n".join(lines) + b'\n{"op": "status"}\n'
     sock = protocol.connect(jobdir)
     sock.settimeout(10)  # a hang fails the test (socket.timeout), it does not block the suite
@@ -80,7 +79,7 @@ def test_supervisor_answers_or_closes_and_survives(job, lines):
             assert all(isinstance(r, dict) and "ok" in r for r in replies)
             if any(r.get("pid") and r.get("running") is True for r in replies):  # the status behind them
                 break
-    except socket.timeout:
+    except TimeoutError:
         pytest.fail(f"the supervisor neither answered nor closed for {payload[:300]!r}")
     finally:
         sock.close()
@@ -88,6 +87,6 @@ def test_supervisor_answers_or_closes_and_survives(job, lines):
 
 
 def test_after_the_storm_the_job_is_intact(job):
-    reg, sid, jobdir, sup = job
+    reg, sid, _jobdir, _sup = job
     assert reg.poll(sid)["status"] == "running"
     assert reg.resize(sid, 40, 100)["status"] == "ok"
