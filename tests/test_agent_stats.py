@@ -65,6 +65,6 @@ def test_finished_job_has_zero_figures(registry):
 def test_leftover_processes_of_an_exited_job_are_counted(registry):
     sid = registry.spawn("sleep 30 &")["session_id"]
     registry.wait(sid, timeout=10)
-    polled = registry.poll(sid)
+    polled = wait_until(lambda: (p := registry.poll(sid))["rss_bytes"] > 0 and p, timeout=10)  # past execve
     assert polled["status"] == "exited" and polled["leftover_pids"]
     assert polled["process_count"] == 1 and polled["rss_bytes"] > 0
