@@ -56,6 +56,7 @@ __all__ = [
     "total_bytes",
     "read_bytes",
     "tail_bytes",
+    "tail_span",
     "read_lines",
     "LineIndex",
 ]
@@ -257,11 +258,15 @@ def read_bytes(jobdir: Path, start: int, end: int | None = None) -> bytes:
 
 def tail_bytes(jobdir: Path, n: int) -> bytes:
     """The last ``n`` retained bytes (across segments), reading nothing else."""
-    if n <= 0:
-        return b""
+    return tail_span(jobdir, n)[1]
+
+
+def tail_span(jobdir: Path, n: int) -> tuple[int, bytes]:
+    """The last ``n`` retained bytes and the absolute offset of their first byte."""
     layout = _Layout.of_jobdir(Path(jobdir))
     try:
-        return layout.read(layout.end - n, layout.end)
+        start = max(layout.base, layout.end - max(0, n))
+        return start, layout.read(start, layout.end)
     finally:
         layout.close()
 

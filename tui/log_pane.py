@@ -19,6 +19,9 @@ only the raw lines of the requested window and posts them to the pane in a
   modes, DCS, C1 controls ...), ``\\r`` redraws are
   collapsed, and only then the SGR codes are parsed by ``rich``'s ANSI decoder into styles.
   Nothing a job wrote ever reaches the real terminal.
+* Times: ``T`` shows when each line arrived in a gutter (``HH:MM:SS``, from the job's
+  ``times.idx``, core/timeline.py); the reader looks the times up only while they are shown,
+  for the lines it serves.  ``@`` jumps to the output of a time ("5m" ago, "06:30").
 * Search: :meth:`LogPane.search` scans the raw log in the reader thread (1 MiB chunks, case
   insensitive), forward or backward from the current line, and scrolls to the match.
 """
@@ -48,10 +51,11 @@ from textual.scroll_view import ScrollView
 from textual.worker import get_current_worker
 from textual.strip import Strip
 
-from hermes_procs.core import logstore
+from hermes_procs.core import logstore, timeline
 
 from .config import HighlightRule
 from .log_filter import FilterProgress, FilterRow, filter_log
+from .log_times import GUTTER, TimeJumpScreen, gutter_text
 from hermes_procs.core.text import collapse_cr, strip_ansi
 
 __all__ = ["LogPane", "LogReader", "render_raw_line"]
@@ -60,6 +64,7 @@ __all__ = ["LogPane", "LogReader", "render_raw_line"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 _SELECTED = Style(reverse=True)
+_GUTTER_STYLE = Style(dim=True)
 MAX_LINE_CHARS = 4000  # a longer line is cut (its end is kept when it is a \r redraw)
 
 
@@ -98,6 +103,15 @@ def render_raw_line(raw: bytes) -> Text:
     text.expand_tabs(8)
     text.no_wrap = True
     return text
+
+
+def _starts(start: int, lines: list[bytes], count: int) -> list[int]:
+    """Absolute start offsets of the last ``count`` of ``lines`` (split on b"\\n" from ``start``)."""
+    skip = sum(len(x) + 1 for x in lines[:-count]) if len(lines) > count else 0
+    out = [start + skip]
+    for x in lines[-count:][:-1]:
+        out.append(out[-1] + len(x) + 1)
+    return out
 
 
 @dataclass(slots=True)
@@ -140,6 +154,9 @@ class LogReader(threading.Thread):
         self.running = running
         self._req: _Request | None = None
         self._searches: "queue.SimpleQueue[tuple[str, int, bool]]" = queue.SimpleQueue()
+        self._jumps: "queue.SimpleQueue[float]" = queue.SimpleQueue()
+        self.times = False  # look up when each served line arrived (the pane shows them)
+        self._tail_starts: list[int] = []  # absolute offsets of the last tail lines read
         self._wake = threading.Event()
         self._stop_ev = threading.Event()
         self.index: logstore.LineIndex | None = None
@@ -159,6 +176,16 @@ class LogReader(threading.Thread):
 
     def search(self, query: str, from_line: int, forward: bool) -> None:
         self._searches.put((query, from_line, forward))
+        self._wake.set()
+
+    def jump(self, when: float) -> None:
+        """Find the first line that arrived at or after ``when`` (epoch seconds)."""
+        self._jumps.put(when)
+        self._wake.set()
+
+    def show_times(self, on: bool) -> None:
+        self.times = on
+        self._last_post = None  # serve the window again, with (or without) its times
         self._wake.set()
 
     def stop(self) -> None:
@@ -197,6 +224,8 @@ class LogReader(threading.Thread):
             if self.view_index() is not None:
                 while not self._searches.empty():
                     self._do_search(*self._searches.get())
+                while not self._jumps.empty():
+                    self._do_jump(self._jumps.get())
             self._wake.wait(tick)
             woke = self._wake.is_set()
             self._wake.clear()
@@ -225,11 +254,12 @@ class LogReader(threading.Thread):
         return total
 
     def _tail_lines(self, count: int, with_size: bool = False):
-        """The last ``count`` raw lines, reading as little of the end of the log as possible."""
+        """The last ``count`` raw lines, reading as little of the end of the log as possible
+        (with times shown, their start offsets go to ``_tail_starts``)."""
         want = max(8 << 10, count * 160)
         while True:
             try:
-                data = logstore.tail_bytes(self.jobdir, want)
+                start, data = logstore.tail_span(self.jobdir, want)
             except RuntimeError:  # rotating faster than we can read: next tick
                 return ([], 0.0) if with_size else []
             lines = data.split(b"\n")
@@ -237,8 +267,11 @@ class LogReader(threading.Thread):
                 lines.pop()
             cut = len(data) >= want
             if cut and len(lines) > 1:
+                start += len(lines[0]) + 1
                 lines = lines[1:]  # the first one is probably cut
             if len(lines) >= count or not cut or want >= self.TAIL_BYTES:
+                if self.times:
+                    self._tail_starts = _starts(start, lines, count)
                 if with_size:  # and the mean line length (bytes) over every line read
                     return lines[-count:], sum(len(x) + 1 for x in lines) / max(1, len(lines))
                 return lines[-count:]
@@ -311,9 +344,28 @@ class LogReader(threading.Thread):
             return
         self._last_post = key
         lines = idx.read_raw_lines(first, req.count, max_bytes=256 << 10)
+        times = self._times_of([s for s, _ in idx.spans(first, len(lines))]) if self.times else None
         self._post(LogPane.Lines(generation=self.generation, first=first, lines=lines, total=total,
                                  follow=req.follow, tail=False, dropped=idx.dropped_bytes,
-                                 snapshot=snapshot))
+                                 snapshot=snapshot, times=times))
+
+    def _times_of(self, starts: list[int]) -> list[float | None]:
+        """When the lines starting at these absolute offsets arrived (None: unknown)."""
+        with timeline.TimeIndex(self.jobdir) as times:
+            return times.times_at(starts)
+
+    def _do_jump(self, when: float) -> None:
+        idx = self.view_index()
+        assert idx is not None
+        if idx is self.index:
+            idx.refresh()
+        with timeline.TimeIndex(self.jobdir) as times:
+            known = times.exists
+            offset = times.offset_at(when)
+        line = idx.line_at(offset) if offset is not None else None
+        if line is not None and line >= idx.line_count:
+            line = None
+        self._post(LogPane.JumpDone(self.generation, when, line, known))
 
     def _take_snapshot(self) -> logstore.LineIndex | None:
         """Index the log's segments as they are now, through open descriptors, so a rotation
@@ -370,8 +422,10 @@ class LogReader(threading.Thread):
         key = ("tail", req.count, len(lines), lines[-1] if lines else b"", estimate)
         if lines and key != self._last_post:
             self._last_post = key
+            starts = self._tail_starts
+            times = self._times_of(starts) if self.times and len(starts) == len(lines) else None
             self._post(LogPane.Lines(generation=self.generation, first=estimate - len(lines), lines=lines,
-                                         total=estimate, follow=True, tail=True))
+                                     total=estimate, follow=True, tail=True, times=times))
 
     def _do_search(self, query: str, from_line: int, forward: bool) -> None:
         idx = self.view_index()
@@ -465,6 +519,10 @@ class LogPane(ScrollView, can_focus=True):
         Binding("escape", "cancel_selection", "Cancel", show=False, tooltip="drop the selection"),
         Binding("ctrl+s", "save_log", "Save", show=False, id="save_log",
                 tooltip="save the whole log, raw or plain text, to a file you name"),
+        Binding("T", "toggle_times", "Times", show=False, id="toggle_times",
+                tooltip="show / hide when each line arrived (an HH:MM:SS gutter)"),
+        Binding("at", "jump_to_time", "Jump to time", show=False, key_display="@", id="jump_to_time",
+                tooltip="jump to the output of a time: minutes ago (5), a duration (90s) or a time (06:30)"),
     ]
     ALLOW_SELECT = False  # the pane selects whole lines itself (Textual's selection needs text widgets)
 
@@ -482,6 +540,16 @@ class LogPane(ScrollView, can_focus=True):
         tail: bool  # tail-only read (no index): the lines sit at the bottom of the log
         dropped: int = 0  # bytes the log cap dropped
         snapshot: bool = False  # a frozen snapshot of a flooding log
+        times: list[float | None] | None = None  # when each line arrived (only while shown)
+
+    @dataclass
+    class JumpDone(Message):
+        """The first line that arrived at or after ``when`` (None: nothing did)."""
+
+        generation: int
+        when: float
+        line: int | None
+        known: bool  # the job has an index of output times
 
     @dataclass
     class CopyLines(Message):
@@ -529,6 +597,8 @@ class LogPane(ScrollView, can_focus=True):
         self.total = 0
         self.first = 0
         self._raw: list[bytes] = []
+        self.show_times = False  # the HH:MM:SS gutter (T)
+        self._times: list[float | None] = []  # when each line of _raw arrived (while shown)
         self._tail_mode = False
         self._tail_total = -1  # the virtual height last set from a tail-only message
         self._tail_resized = 0.0  # when (monotonic)
@@ -556,6 +626,7 @@ class LogPane(ScrollView, can_focus=True):
         self.total = 0
         self.first = 0
         self._raw = []
+        self._times = []
         self._strips.clear()
         self._max_width = 0
         self.match_line = None
@@ -566,6 +637,7 @@ class LogPane(ScrollView, can_focus=True):
         self._set_virtual(0)
         if session_id and jobdir is not None:
             self.reader = LogReader(self, jobdir, self.generation)
+            self.reader.times = self.show_times
             self.reader.request(0, self._page(), True)
             self.reader.start()
         self.refresh()
@@ -587,7 +659,7 @@ class LogPane(ScrollView, can_focus=True):
         self.resizes += 1
         self._programmatic += 1
         try:
-            self.virtual_size = Size(max(self._max_width, 1), total)
+            self.virtual_size = Size(max(self._max_width + self._gutter(), 1), total)
         finally:
             self._programmatic -= 1
 
@@ -789,6 +861,58 @@ class LogPane(ScrollView, can_focus=True):
         self._follow_status()
         self.refresh()
 
+    # --- times: when each line arrived ---------------------------------------------------------
+
+    def _gutter(self) -> int:
+        return GUTTER if self.show_times and self._filter is None else 0
+
+    def action_toggle_times(self) -> None:
+        self.show_times = not self.show_times
+        if not self.show_times:
+            self._times = []
+        if self.reader is not None:
+            self.reader.show_times(self.show_times)
+        self._set_virtual(self.total)
+        self.refresh()
+        if self.show_times and self._filter is not None:
+            self.notify("Times show in the whole log (clear the filter to see them).", timeout=3)
+
+    def action_jump_to_time(self) -> None:
+        if self.reader is None or self._filter is not None:
+            self.app.bell()
+            return
+
+        def chosen(when: float | None) -> None:
+            if when is not None and self.reader is not None:
+                self.post_message(self.Status(self, f"looking for the output of {gutter_text(when).strip()}…"))
+                self.reader.jump(when)
+
+        self.app.push_screen(TimeJumpScreen(), chosen)
+
+    @on(JumpDone)
+    def _on_jump_done(self, msg: JumpDone) -> None:
+        msg.stop()
+        if msg.generation != self.generation:
+            return
+        at = gutter_text(msg.when).strip()
+        if not msg.known:
+            self.post_message(self.Status(self, "this job has no output times (started by an older hermes-procs)"))
+            self.app.bell()
+            return
+        if msg.line is None:
+            self.post_message(self.Status(self, f"no output since {at}"))
+            self.app.bell()
+            return
+        self.follow = False
+        self._programmatic += 1
+        try:
+            self.scroll_to(y=msg.line, animate=False, immediate=True, force=True)
+        finally:
+            self._programmatic -= 1
+        self._request(force=True)
+        self.refresh()
+        self.post_message(self.Status(self, f"output of {at} on: line {msg.line + 1} (End follows)"))
+
     def action_save_log(self) -> None:
         if self.session_id and self.jobdir is not None:
             self.post_message(self.SaveRequested(self.session_id, self.jobdir))
@@ -850,6 +974,7 @@ class LogPane(ScrollView, can_focus=True):
         self._tail_mode = msg.tail
         self.first = msg.first
         self._raw = msg.lines
+        self._times = msg.times or []
         total = msg.total
         if msg.tail:
             # tail-only: the lines sit at the very bottom of the known log
@@ -994,8 +1119,17 @@ class LogPane(ScrollView, can_focus=True):
         return strip
 
     def render_line(self, y: int) -> Strip:
+        gutter = self._gutter()
+        if not gutter:
+            return self._render_line(y, self.size.width)
+        i = self.scroll_offset.y + y - self.first
+        when = self._times[i] if 0 <= i < len(self._times) else None
+        text = gutter_text(when) if 0 <= i < len(self._raw) else " " * gutter
+        left = Strip([Segment(text, self.rich_style + _GUTTER_STYLE)], gutter)
+        return Strip.join([left, self._render_line(y, max(1, self.size.width - gutter))])
+
+    def _render_line(self, y: int, width: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
         style = self.rich_style
         line_no = scroll_y + y
         strip = self._strip_for(line_no) if line_no >= 0 else None

@@ -333,7 +333,7 @@ class MainScreen(Screen):
         self.query_one(FindBox).close()
         hint = self.query_one("#term-hint", Static)
         hint.update("[b]Terminal:[/] keys go to the job · [b]Ctrl-][/] back to the table · "
-                    "[b]Ctrl-T[/] full screen")
+                    "[b]Ctrl-T[/] full screen · [b]Shift-PgUp[/] scroll back")
         hint.add_class("shown")
         self.query_one("#detail", Vertical).mount(pane, before=self.log_pane)
         pane.focus()

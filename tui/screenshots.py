@@ -2,9 +2,11 @@
 demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]``.
 
 Shots: ``dashboard.svg`` (table + log of a build), ``filter.svg`` (the build's log filtered),
-``terminal.svg`` (terminal pane with a Python
-REPL), ``input.svg`` (a pipe job waiting for an answer, with the input bar and its history),
-``kill.svg`` (kill confirmation), ``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map).  Every job started is killed at the end.
+``times.svg`` (the log with the time each line arrived), ``terminal.svg`` (terminal pane with a
+Python REPL), ``scrollback.svg`` (the terminal pane scrolled back), ``input.svg`` (a pipe job
+waiting for an answer, with the input bar and its history), ``kill.svg`` (kill confirmation),
+``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map).  Every job
+started is killed at the end.
 """
 
 from __future__ import annotations
@@ -80,6 +82,17 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await _until(pilot, lambda: pane._filter is None)
         table.focus()
 
+        # 1c. the log of the ping job with the time each line arrived (T)
+        await select("ping")
+        await _until(pilot, lambda: pane.total >= 8)
+        pane.focus()
+        await pilot.press("T")
+        await _until(pilot, lambda: pane._times and all(t is not None for t in pane._times))
+        await pilot.pause(0.3)
+        save("times.svg")
+        await pilot.press("T")
+        table.focus()
+
         # 2. a pipe job asking a question: the input bar and its history
         await select("reset staging")
         await pilot.press("i")
@@ -101,6 +114,17 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await _until(pilot, lambda: "121" in app.main.terminal.screen_text())
         await pilot.pause(0.3)
         save("terminal.svg")
+        # 3b. scrolled back through the REPL's history (Shift-PgUp)
+        term = app.main.terminal
+        await pilot.press(*"print('\\n'.join(f'{n:>2} squared is {n * n}' for n in range(1, 41)))", "enter")
+        await _until(pilot, lambda: "40 squared is 1600" in term.screen_text())
+        await pilot.pause(0.3)
+        await pilot.press("shift+pageup", "shift+pageup")
+        await _until(pilot, lambda: term.back > term.engine.rows)
+        await pilot.pause(0.2)
+        save("scrollback.svg")
+        await pilot.press("shift+pagedown", "shift+pagedown", "shift+pagedown")
+        await _until(pilot, lambda: term.back == 0)
         await pilot.press("ctrl+right_square_bracket")
         await _until(pilot, lambda: app.main.terminal is None)
 

@@ -10,7 +10,14 @@ log, then nudges the job with a resize so a full-screen program repaints.
 
 Keys go to the job translated for the modes it asked for (tui/keys.py), sent with source
 "human". Chords (tui/keys.py): Ctrl-] posts ``TerminalPane.Leave``, Ctrl-T posts
-``TerminalPane.FullAttach``. When the job ends (or its supervisor dies) the pane says so,
+``TerminalPane.FullAttach``.
+
+Scrollback: Shift-PgUp/Shift-PgDn and the mouse wheel (unless the program asked for mouse
+reports) page through the job's history, read as text from its on-disk log
+(``registry.read_log``, so a remote job's history too) in a worker thread; the bottom row says
+``scrollback: N lines up · any key returns to live``. Any other key (which still goes to the
+job), or Shift-PgDn past the bottom, returns to the live screen. A program on the alternate
+screen (vim, less, htop) has no history: the pane says so instead. When the job ends (or its supervisor dies) the pane says so,
 posts ``TerminalPane.Ended`` and stops its stream.
 """
 
@@ -20,6 +27,7 @@ import threading
 import time
 
 from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
@@ -32,6 +40,9 @@ from hermes_procs.core import logstore
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
 from .vt import VTEngine, safe_tail, scan_modes
 
+_INDICATOR = RichStyle(reverse=True, bold=True)
+# control characters never reach the real terminal from the scrollback view
+_SAFE = {i: "\ufffd" for i in [*range(0x20), *range(0x7F, 0xA0)]}
 MAX_FPS = 30
 TAIL_BYTES = 256 * 1024  # recent output replayed on attach
 MAX_PENDING = 4 * 1024 * 1024  # bytes waiting for the UI before the oldest are dropped
@@ -81,6 +92,11 @@ class TerminalPane(Widget, can_focus=True):
         Binding(LEAVE_KEY, "leave", "Leave", priority=True, tooltip="leave the terminal pane (back to the table)"),
         Binding(FULL_ATTACH_KEY, "full_attach", "Full screen", priority=True,
                 tooltip="full-screen attach (exact terminal; detach with Ctrl-])"),
+        Binding("shift+pageup", "scroll_back", "Scroll back", show=False, priority=True, id="terminal_scroll_back",
+                tooltip="scroll back through the job's output (also the mouse wheel); any other key returns to live"),
+        Binding("shift+pagedown", "scroll_forward", "Scroll forward", show=False, priority=True,
+                id="terminal_scroll_forward",
+                tooltip="scroll forward; past the bottom returns to the live screen"),
     ]
 
     class Leave(_PaneMessage):
@@ -113,6 +129,16 @@ class TerminalPane(Widget, can_focus=True):
             super().__init__()
             self.tail = tail
             self.stream = stream
+
+    class _History(Message):
+        """Internal: log lines for the scrollback view (read in a worker)."""
+
+        def __init__(self, generation: int, back: int, lines: list[str], total: int) -> None:
+            super().__init__()
+            self.generation = generation
+            self.back = back
+            self.lines = lines
+            self.total = total
 
     class _Gone(Message):
         """Internal: the stream ended or could not be opened."""
@@ -165,6 +191,12 @@ class TerminalPane(Widget, can_focus=True):
         self._sizer: threading.Thread | None = None
         self._strips: dict[int, Strip] = {}  # rendered rows, dropped when a row changes
         self._strip_key: tuple = ()
+        self.back = 0  # scrollback: lines of the log below the view (0: the live screen)
+        self._history: list[str] | None = None  # the log lines the scrollback view shows
+        self._history_total: int | None = None  # log lines when scrolling back began (held still)
+        self._history_gen = 0  # bumped by every scroll and by live(): only the latest read is shown
+        self._target = 0  # the scrollback position asked for last (the read may be under way)
+        self._alt_noted = 0.0  # when the pane last said the alternate screen has no scrollback
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -367,6 +399,8 @@ class TerminalPane(Widget, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
+        if self.back:
+            return self._history_line(y, width)
         show_cursor = self.has_focus and self.ended is None
         key = (width, self.engine.rows, self.engine.cols, show_cursor)
         if key != self._strip_key:
@@ -380,6 +414,18 @@ class TerminalPane(Widget, can_focus=True):
                 strip = Strip([Segment(" " * width)], width)
             self._strips[y] = strip
         return strip
+
+    def _history_line(self, y: int, width: int) -> Strip:
+        """Row ``y`` of the scrollback view: log lines, the indicator on the bottom row."""
+        rows = self.engine.rows
+        if y == rows - 1:
+            n = self.back
+            note = f" scrollback: {n} line{'s' * (n != 1)} up · any key returns to live "
+            return Strip([Segment(note.ljust(width)[:width], _INDICATOR)], width)
+        lines = self._history or []
+        i = y - (rows - 1 - len(lines))  # the lines sit at the bottom, above the indicator
+        text = lines[i].expandtabs(8) if 0 <= i < len(lines) else ""
+        return Strip([Segment(text.translate(_SAFE))]).crop_extend(0, width, None)
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return self.engine.cols
@@ -472,7 +518,76 @@ class TerminalPane(Widget, can_focus=True):
     def action_full_attach(self) -> None:
         self.post_message(self.FullAttach(self))
 
+    # -- scrollback --------------------------------------------------------------------------
+
+    def action_scroll_back(self, lines: int = 0) -> None:
+        """Page (or ``lines``) back through the job's history."""
+        if self.engine.modes.alt_screen and not self.back:
+            self._no_scrollback()
+            return
+        self._scroll(self._target + (lines or self._page_step()))
+
+    def action_scroll_forward(self, lines: int = 0) -> None:
+        """Page (or ``lines``) forward; past the bottom, the live screen."""
+        if self._target:
+            self._scroll(self._target - (lines or self._page_step()))
+
+    def _page_step(self) -> int:
+        return max(1, self.engine.rows - 2)
+
+    def _no_scrollback(self) -> None:
+        now = time.monotonic()
+        if now - self._alt_noted > 3.0:  # the wheel would repeat it a dozen times a second
+            self._alt_noted = now
+            self.notify("No scrollback: the program is on the alternate screen (vim, less, htop "
+                        "keep their own history).", title="Terminal", timeout=4)
+
+    def _scroll(self, back: int) -> None:
+        if back <= 0:
+            self.live()
+            return
+        count = max(1, self.engine.rows - 1)
+        total = self._history_total
+        if total is not None:
+            back = min(back, max(1, total - count))
+        self._history_gen += 1
+        self._target = back
+        gen = self._history_gen
+        self.run_worker(lambda: self._read_history(gen, back, count, total), thread=True, exclusive=True,
+                        group="scrollback")
+
+    def _read_history(self, gen: int, back: int, count: int, total: int | None) -> None:
+        """Worker: the ``count`` log lines that end ``back`` lines above the end of the log."""
+        reg, sid = self.registry, self.session_id
+        try:
+            if total is None:
+                total = int(reg.read_log(sid, limit=1).get("total_lines") or 0)
+                back = min(back, max(1, total - count))
+            first = max(0, total - back - count)
+            got = reg.read_log(sid, offset=first, limit=max(1, min(count, total - back - first)))
+            lines = (got.get("output") or "").split("\n") if total - back > 0 else []
+        except Exception:  # a removed job, a host gone: stay where we are
+            return
+        self._post(self._History(gen, back, lines, total))
+
+    def on_terminal_pane__history(self, message: _History) -> None:
+        message.stop()
+        if message.generation != self._history_gen:
+            return  # a later scroll, or the live screen, was asked for meanwhile
+        self.back, self._history, self._history_total = message.back, message.lines, message.total
+        self._target = message.back
+        self.refresh()
+
+    def live(self) -> None:
+        """Back to the live screen (from the scrollback view)."""
+        self._history_gen += 1
+        self._target = 0
+        if self.back or self._history_total is not None:
+            self.back, self._history, self._history_total = 0, None, None
+            self.refresh()
+
     async def on_key(self, event: events.Key) -> None:
+        self.live()  # any key returns to the live screen (and still goes to the job)
         data = translate_key(event.key, event.character, self.engine.modes)
         if data is None:
             return
@@ -512,11 +627,21 @@ class TerminalPane(Widget, can_focus=True):
     def on_mouse_move(self, event: events.MouseMove) -> None:
         self._mouse(event, self._BUTTONS.get(event.button, 0), "move")
 
+    WHEEL_LINES = 3  # lines a notch of the wheel scrolls back
+
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self._mouse(event, 64, "press")
+        if self.engine.modes.mouse and not self.back:
+            self._mouse(event, 64, "press")
+            return
+        event.stop()
+        self.action_scroll_back(self.WHEEL_LINES)
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        self._mouse(event, 65, "press")
+        if self.engine.modes.mouse and not self.back:
+            self._mouse(event, 65, "press")
+            return
+        event.stop()
+        self.action_scroll_forward(self.WHEEL_LINES)
 
     def on_focus(self, event: events.Focus) -> None:
         cy = self.engine.cursor[1]
