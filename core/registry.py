@@ -161,6 +161,7 @@ class ProcessRegistry:
         `quiet_after`: emit quiet events; `rerun_of`: set by restart).
 
         Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
+        self._auto_prune()  # before the new job exists: a job that ends at once is never pruned by its own spawn
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime)
         meta.update(_rerun_meta(env, quiet_after, rerun_of))
@@ -177,7 +178,6 @@ class ProcessRegistry:
         finally:  # whatever happened, a job folder without a running job is not left behind
             if "error" in report:
                 shutil.rmtree(jobdir, ignore_errors=True)
-        self._auto_prune()
         if "error" in report:
             return {"status": "error", "error": f"Cannot start {_short_command(command)}: {report['error']}"}
         return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],

@@ -198,17 +198,22 @@ def _name(ctypes, name: bytes) -> None:
 
 
 def _listen() -> socket.socket:
+    """The listening socket, put in place (atomically, over a stale one) only once it listens:
+    a spawn that finds the socket can always connect (between bind and listen it would be
+    refused, and start its supervisor cold)."""
+    tmp = f".{SOCK}.{os.getpid()}"
     try:
-        os.unlink(SOCK)
+        os.unlink(tmp)
     except FileNotFoundError:
         pass
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     old = os.umask(0o177)
     try:
-        sock.bind(SOCK)
+        sock.bind(tmp)
     finally:
         os.umask(old)
     sock.listen(128)
+    os.rename(tmp, SOCK)
     return sock
 
 

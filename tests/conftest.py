@@ -107,4 +107,4 @@ def _no_stray_env(monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_LOG_CAP", raising=False)
     monkeypatch.delenv("HERMES_PROCS_REDACT", raising=False)
     # each test home's warm supervisor template (core/template.py) goes soon after its test
-    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "10")
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")

@@ -261,6 +261,14 @@ def test_spawn_applies_retention_when_jobs_pile_up(registry, monkeypatch):
     assert registry.poll(first["session_id"])["status"] == "not_found"
 
 
+def test_a_job_that_ends_at_once_is_not_pruned_by_its_own_spawn(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_KEEP_COUNT", "0")  # keep no finished job at all
+    for _ in range(5):
+        (registry.home / ".last_prune").unlink(missing_ok=True)  # every spawn prunes
+        sid = registry.spawn("true")["session_id"]
+        assert registry.wait(sid, timeout=30)["status"] == "exited"  # still there to be read
+
+
 def test_bad_retention_setting_does_not_break_spawn(registry, monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_KEEP_COUNT", "-5")
     assert registry.spawn("true")["status"] == "running"
