@@ -1,4 +1,4 @@
-"""Commands that wait for, stop or signal a job: `wait`, `kill`, `signal`."""
+"""Commands that wait for, stop or signal a job (`wait`, `kill`, `signal`) and `tree`: its processes."""
 
 from __future__ import annotations
 
@@ -117,13 +117,44 @@ def signal_cmd(
     ctx: typer.Context,
     session_id: IdArg,
     sig: Annotated[str, typer.Argument(metavar="SIG", help="INT, TERM, HUP, USR1, 2, SIGINT, ...")],
+    pid: Annotated[
+        Optional[int],
+        typer.Option("--pid", metavar="PID", help="Only this process of the job (see `hermes-procs tree ID`)."),
+    ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Send one signal to a job's process group (no kill logic)."""
+    """Send one signal to a job's process group, or (--pid) to one process of the job (no kill logic)."""
     home, as_json = opts(ctx, home, as_json)
     try:
         name = Signal.parse(sig).name
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    emit(registry(home).signal(session_id, name), as_json, errors=("already_exited",))
+    reg = registry(home)
+    if pid is None:
+        emit(reg.signal(session_id, name), as_json, errors=("already_exited",))
+    else:
+        emit(reg.signal_process(session_id, pid, name), as_json)
+
+
+@app.command("tree")
+def tree_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Show a job's processes: pid, state, CPU, memory, who waits for input, command."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).tree(session_id), as_json, _tree_text)
+
+
+def _tree_text(result: dict[str, Any]) -> str:
+    rows = result.get("processes") or []
+    if not rows:
+        return f"{result.get('session_id')} has no processes left."
+    lines = [f"{'PID':>7}  {'STATE':<5}  {'CPU%':>5}  {'RSS':>7}  {'':<5}  COMMAND"]
+    for row in rows:
+        mark = "input" if row.get("awaiting_input") else ""
+        lines.append(f"{row['pid']:>7}  {row['state']:<5}  {row['cpu_percent']:>5.1f}  "
+                     f"{_mib(row['rss_bytes']):>7}  {mark:<5}  {'  ' * row['depth']}{row['command']}")
+    return "\n".join(lines)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f}M"

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import events, listindex, logstore, proctree, protocol, stats, template, text, timeline, wait_until
+from . import events, listindex, logstore, processes, proctree, protocol, stats, template, text, timeline, wait_until
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
 from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
@@ -138,6 +138,7 @@ class ProcessRegistry:
         self._index_lines = 0
         self._lock = threading.Lock()
         self._cpu = stats.CpuMeter()
+        self._process_rows = processes.ProcessRows()
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -696,6 +697,34 @@ class ProcessRegistry:
             return {"status": "ok", "session_id": job.session_id}
         reply = self._live(job, {"op": "signal", "signal": name})
         return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
+
+    @_safe
+    def tree(self, session_id) -> dict:
+        """The job's processes (proctree's identity-checked rule), parents first: pid, ppid,
+        start_ticks, depth, command, state, cpu_percent, rss_bytes, awaiting_input
+        (core/processes.py). Returns the job's status, session_id and `processes` (empty when
+        none is left)."""
+        job = self._job(session_id)
+        rows = self._process_rows.rows(job.tree().scan(), processes.stdin_of(job.pid if job.running else None))
+        return {"status": job.status, "session_id": job.session_id, "processes": rows}
+
+    @_safe
+    def signal_process(self, session_id, pid, sig, start_ticks=None) -> dict:
+        """Send one signal (as `signal` takes them) to ONE process of the job: `pid` must be a
+        member of the job by proctree's rule (pid + start ticks checked; `start_ticks`, as
+        `tree` showed it, pins the exact process). Returns `ok` with pid and signal, or `error`."""
+        try:
+            name = Signal.parse(sig).name
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+        whole(pid, "pid", 1)
+        if start_ticks is not None:
+            whole(start_ticks, "start_ticks", 0)
+        job = self._job(session_id)
+        error = processes.signal_member(job.tree().scan(), pid, getattr(signal, "SIG" + name), start_ticks)
+        if error:
+            raise BadInput(f"{job.session_id}: {error}")
+        return {"status": "ok", "session_id": job.session_id, "pid": pid, "signal": name}
 
     @_safe
     def set_watch_patterns(self, session_id, patterns) -> dict:

@@ -13,7 +13,7 @@ from typing import Any
 from hermes_procs.core import ProcessRegistry
 
 READ_ONLY_ERROR = {"status": "error", "error": "read-only"}
-_REFUSED = frozenset({"spawn", "write", "submit", "close_stdin", "resize", "signal", "kill", "prune",
+_REFUSED = frozenset({"spawn", "write", "submit", "close_stdin", "resize", "signal", "signal_process", "kill", "prune",
                       "restart", "rerun", "remove"})
 
 
