@@ -183,7 +183,8 @@ SIGNALS = (
 
 
 class SignalScreen(ModalScreen[str | None]):
-    """Choose a signal for the job's process group. Dismisses with its name or None."""
+    """Choose a signal for the job's process group (or `signals` for one process). Dismisses with
+    its name or None."""
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="SignalScreen") + """
     SignalScreen OptionList { height: auto; border: none; }
@@ -196,15 +197,16 @@ class SignalScreen(ModalScreen[str | None]):
         Binding("k", "pick('KILL')", "KILL", show=False),
     ]
 
-    def __init__(self, job: Any) -> None:
+    def __init__(self, job: Any, signals: tuple[tuple[str, str], ...] = SIGNALS) -> None:
         super().__init__()
         self.job = job
+        self.signals = signals
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Send a signal to {self.job.name or self.job.command}"[:60], classes="title")
             yield OptionList(
-                *[Option(Text.assemble((f"{name:<5}", "bold"), f" {desc}"), id=name) for name, desc in SIGNALS],
+                *[Option(Text.assemble((f"{name:<5}", "bold"), f" {desc}"), id=name) for name, desc in self.signals],
                 id="signals",
             )
             yield Static(Text("Enter sends · i/t/h/k pick · Esc cancels", style="dim"))

@@ -57,9 +57,11 @@ def _classes() -> list[type]:
     from .jobs_table import JobsTable
     from .log_pane import LogPane
     from .main_screen import MainScreen
+    from .proc_tree import TreeScreen
     from .terminal import TerminalPane
 
-    return [JobsTable, MainScreen, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane, HermesApp]
+    return [JobsTable, MainScreen, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane, TreeScreen,
+            HermesApp]
 
 
 def help_entries(keymap: dict[str, str] | None = None) -> list[HelpEntry]:

@@ -35,6 +35,7 @@ from .log_export import save_log, selected_text
 from .log_pane import LogPane
 from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobRerun, JobStarted, LogSaved,
                        SendMode, SignalSent)
+from .proc_tree import TreeScreen
 from .sampler import JobRow, Sampler, SnapshotData
 from .terminal import TerminalPane
 
@@ -64,6 +65,8 @@ class MainScreen(Screen):
                 tooltip="run the selected job again (same command, cwd, env, PTY) as a new job; "
                         "a running one is killed first (asks)", id="rerun"),
         Binding("s", "signal", "Signal", tooltip="send a signal: INT, TERM, HUP or KILL", id="signal"),
+        Binding("p", "process_tree", "Tree", tooltip="the selected job's processes, live: CPU, RSS, who waits "
+                "for input; signal or kill one of them", id="process_tree"),
         Binding("t", "terminal", "Term", tooltip="terminal pane of a PTY job (keys go to the job)", id="terminal"),
         Binding("i", "focus_input", "Input", show=False,
                 tooltip="type into the selected job: Enter sends a line, Ctrl-R raw, Ctrl-D EOF", id="focus_input"),
@@ -477,6 +480,11 @@ class MainScreen(Screen):
             self.post_message(JobAlreadyExited(session_id))
         else:
             self.post_message(ActionFailed("Signal", result.get("error") or str(result.get("status"))))
+
+    def action_process_tree(self) -> None:
+        row = self._need_row()
+        if row is not None:
+            self.app.push_screen(TreeScreen(self.registry, row, self.table.host_name(row.host) if row.host else ""))
 
     def action_new_job(self) -> None:
         if self._refused():

@@ -5,8 +5,9 @@ Shots: ``dashboard.svg`` (table + log of a build), ``filter.svg`` (the build's l
 ``times.svg`` (the log with the time each line arrived), ``terminal.svg`` (terminal pane with a
 Python REPL), ``scrollback.svg`` (the terminal pane scrolled back), ``input.svg`` (a pipe job
 waiting for an answer, with the input bar and its history), ``kill.svg`` (kill confirmation),
-``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map).  Every job
-started is killed at the end.
+``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map), ``tree.svg`` (the
+process tree of a job with workers, one asking a question).  Every job started is killed at the
+end.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 from hermes_procs.core import ProcessRegistry
 
 from .app import HermesApp
-from .demo import start_demo
+from .demo import PY, start_demo
 from .dialogs import KillScreen, RerunScreen
 from .help import HelpScreen
 from .jobs_table import JobsTable
 from .log_pane import LogPane
+from .proc_tree import TreeScreen
 
 SIZE = (120, 34)
 
@@ -151,7 +153,41 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await pilot.pause(0.2)
         save("help.svg")
         await pilot.press("escape")
+
+        # 6. the process tree of a job with workers, one of them asking a question
+        await _tree_shot(pilot, app, reg, select, save)
     return shots
+
+
+# a job with a few processes for the tree shot: a watcher, a busy worker and the script itself
+# asking a question (started last, so the other shots do not show it)
+_DEPLOY = r"""
+echo 'deploying hermes-demo 1.4.2'
+(while true; do sleep 0.3; done) &
+(exec -a python3 {py} worker.py --jobs 4) &
+read -p 'Deploy to production? [y/N] ' answer
+"""
+_WORKER = "import time\nwhile True:\n    sum(range(300000))\n    time.sleep(0.03)\n"
+
+
+async def _tree_shot(pilot, app: HermesApp, reg: ProcessRegistry, select, save) -> None:
+    folder = Path(reg.home) / "demo"
+    (folder / "deploy.sh").write_text(_DEPLOY.lstrip().format(py=PY))
+    (folder / "worker.py").write_text(_WORKER)
+    started = reg.spawn("bash deploy.sh --prod", cwd=str(folder), name="deploy")
+    if started.get("status") != "running":
+        raise RuntimeError(f"the tree shot's job failed to start: {started}")
+    table = app.query_one(JobsTable)
+    await _until(pilot, lambda: started["session_id"] in table.rows_by_id)
+    table.focus()
+    await select("deploy")
+    await pilot.press("p")
+    await _until(pilot, lambda: isinstance(app.screen, TreeScreen))
+    screen = app.screen
+    await _until(pilot, lambda: len(screen.processes) >= 4 and any(p["awaiting_input"] for p in screen.processes))
+    await pilot.pause(2.2)  # two more looks: CPU figures over a second, not since start
+    save("tree.svg")
+    await pilot.press("escape")
 
 
 def main(argv: list[str] | None = None) -> int:
