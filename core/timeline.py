@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["TIMES_NAME", "RECORD", "EVERY", "record", "TimeIndex", "prune", "parse_since", "read_since"]
+__all__ = ["EVERY", "RECORD", "TIMES_NAME", "TimeIndex", "parse_since", "prune", "read_since", "record"]
 
 TIMES_NAME = "times.idx"
 RECORD = 16  # bytes: offset (u64 LE), time in ms since the epoch (u64 LE)
@@ -52,7 +52,7 @@ class TimeIndex:
         self.exists = self._fd >= 0
         self._n = os.fstat(self._fd).st_size // RECORD if self.exists else 0
 
-    def __enter__(self) -> "TimeIndex":
+    def __enter__(self) -> TimeIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -168,7 +168,7 @@ def read_since(jobdir: str | os.PathLike, since: object, limit: int) -> dict:
     nothing = start is None
     result = read_lines(jobdir, None, limit, since_offset=(1 << 62) if nothing else start)
     stamp = _utc(when)
-    if nothing or not result["output"] and result["showing"].startswith("no lines at"):
+    if nothing or (not result["output"] and result["showing"].startswith("no lines at")):
         result["showing"] = f"no output since {stamp} ({result['total_lines']} lines in all)"
     else:
         result["showing"] += f" (output since {stamp})"

@@ -3,18 +3,18 @@ CLI's `log --since` and the agent tool's `since`, over real jobs that print, sle
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+from conftest import wait_until
 
 from hermes_procs.core import timeline
 from hermes_procs.core.logstore import dropped_bytes
 from hermes_procs.core.tool import run_action
-
-from conftest import wait_until
 
 # prints, waits for the test's go-file, sleeps past the index's 100 ms step, prints again
 EARLY_LATE = ("for i in 1 2 3; do echo early $i; done; while [ ! -e go ]; do sleep 0.02; done; "
@@ -32,7 +32,7 @@ def _early_then_late(registry, tmp_path, pty: bool = False) -> tuple[str, float]
 
 
 def _iso(when: float) -> str:
-    return datetime.fromtimestamp(when, timezone.utc).isoformat()
+    return datetime.fromtimestamp(when, UTC).isoformat()
 
 
 def test_since_returns_only_the_output_that_came_later(registry, tmp_path):
@@ -65,7 +65,7 @@ def test_times_are_monotonic_sparse_and_date_each_line(registry, tmp_path):
         offsets = [o for o, _ in entries]
         stamps = [t for _, t in entries]
         assert offsets == sorted(set(offsets)) and stamps == sorted(stamps)
-        assert all(b - a >= timeline.EVERY - 0.002 for a, b in zip(stamps, stamps[1:]))
+        assert all(b - a >= timeline.EVERY - 0.002 for a, b in itertools.pairwise(stamps))
         early = (jobdir / "output.log").read_bytes().index(b"late 1")
         assert times.time_at(0) <= middle < times.time_at(early)
         assert times.times_at([0, early]) == [times.time_at(0), times.time_at(early)]
@@ -109,7 +109,7 @@ def test_parse_since_durations(value, ago):
 
 
 def test_parse_since_iso_times():
-    assert timeline.parse_since("2026-11-26T06:30:00Z") == datetime(2026, 11, 26, 6, 30, tzinfo=timezone.utc).timestamp()
+    assert timeline.parse_since("2026-11-26T06:30:00Z") == datetime(2026, 11, 26, 6, 30, tzinfo=UTC).timestamp()
     assert timeline.parse_since("2026-11-26T07:30:00+01:00") == timeline.parse_since("2026-11-26T06:30:00Z")
     assert timeline.parse_since("2026-11-26T06:30:00") == datetime(2026, 11, 26, 6, 30).timestamp()
 
@@ -125,7 +125,8 @@ def test_bad_since_is_one_clear_line(registry, value):
 def test_since_and_offset_together_is_an_error(registry):
     sid = registry.spawn("echo hi")["session_id"]
     registry.wait(sid, timeout=10)
-    assert registry.read_log(sid, offset=0, since="5m") == {"status": "error", "error": "give offset or since, not both"}
+    result = registry.read_log(sid, offset=0, since="5m")
+    assert result == {"status": "error", "error": "give offset or since, not both"}
 
 
 def test_a_job_without_an_index_says_so(registry):

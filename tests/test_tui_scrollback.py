@@ -7,11 +7,9 @@ import re
 import sys
 
 import pytest
-
+from conftest import until_async
 from textual import events
 from textual.app import App, ComposeResult
-
-from conftest import until_async
 
 from hermes_procs.tui.terminal import TerminalPane
 
@@ -46,7 +44,6 @@ def spawn(registry, command: str) -> str:
 
 def rows(pane: TerminalPane) -> list[str]:
     """What the pane shows now, row by row (the scrollback view or the live screen)."""
-    width = pane.size.width
     return [pane.render_line(y).text.rstrip() for y in range(pane.engine.rows)]
 
 

@@ -9,12 +9,10 @@ import time
 from datetime import datetime
 
 import pytest
-
+from conftest import until_async
 from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import Input
-
-from conftest import until_async
 
 from hermes_procs.core import timeline
 from hermes_procs.tui.log_pane import LogPane

@@ -21,7 +21,7 @@ from hermes_procs.core.timeline import parse_since
 
 from .dialogs import _DIALOG_CSS
 
-__all__ = ["GUTTER", "gutter_text", "parse_jump", "TimeJumpScreen"]
+__all__ = ["GUTTER", "TimeJumpScreen", "gutter_text", "parse_jump"]
 
 GUTTER = 9  # columns: "HH:MM:SS "
 _CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")

@@ -10,15 +10,15 @@ log, then nudges the job with a resize so a full-screen program repaints.
 
 Keys go to the job translated for the modes it asked for (tui/keys.py), sent with source
 "human". Chords (tui/keys.py): Ctrl-] posts ``TerminalPane.Leave``, Ctrl-T posts
-``TerminalPane.FullAttach``.
+``TerminalPane.FullAttach``. When the job ends (or its supervisor dies) the pane says so,
+posts ``TerminalPane.Ended`` and stops its stream.
 
 Scrollback: Shift-PgUp/Shift-PgDn and the mouse wheel (unless the program asked for mouse
 reports) page through the job's history, read as text from its on-disk log
 (``registry.read_log``, so a remote job's history too) in a worker thread; the bottom row says
 ``scrollback: N lines up · any key returns to live``. Any other key (which still goes to the
 job), or Shift-PgDn past the bottom, returns to the live screen. A program on the alternate
-screen (vim, less, htop) has no history: the pane says so instead. When the job ends (or its supervisor dies) the pane says so,
-posts ``TerminalPane.Ended`` and stops its stream.
+screen (vim, less, htop) has no history: the pane says so instead.
 """
 
 from __future__ import annotations
