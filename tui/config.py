@@ -5,7 +5,11 @@
 
     theme = "nord"                 # a Textual theme (Ctrl-P "theme" lists them)
     default_highlights = true      # keep the built-in rules below yours
-    notify_bell = true             # ring / OSC 9 when a job waits for input or fails
+
+    [notify]                       # when a job waits for input or ends non-zero (tui/notify.py)
+    on = ["input", "failure"]      # which events ring / notify ([] = only the toasts)
+    bell = true                    # the terminal bell
+    desktop = "osc9"               # "osc9" | "osc777" | "off": a desktop notification
 
     [[highlight]]                  # a regex (Python syntax) and a Rich style
     pattern = "\\bdeploy(ed)?\\b"
@@ -34,6 +38,8 @@ from rich.style import Style
 from hermes_procs.core.config import config_path
 from rich.errors import StyleSyntaxError
 
+from .notify import DESKTOP_MODES, KINDS, NotifySettings
+
 __all__ = ["Config", "HighlightRule", "DEFAULT_HIGHLIGHTS", "config_dir", "load_config", "remember_theme"]
 
 
@@ -59,7 +65,7 @@ class Config:
     highlights: tuple[HighlightRule, ...] = DEFAULT_HIGHLIGHTS
     keys: dict[str, str] = field(default_factory=dict)  # binding id (= action name) -> keys
     theme: str | None = None
-    notify_bell: bool = True
+    notify: NotifySettings = field(default_factory=NotifySettings)
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -92,12 +98,36 @@ def load_config(path: Path | None = None) -> Config:
         cfg.keys = {str(k): str(v) for k, v in keys.items() if isinstance(v, str) and v}
     if isinstance(data.get("theme"), str):
         cfg.theme = data["theme"]
-    if isinstance(data.get("notify_bell"), bool):
-        cfg.notify_bell = data["notify_bell"]
+    cfg.notify = _notify(data, path, cfg.problems)
     remembered = _state(path).get("theme")
     if isinstance(remembered, str):
         cfg.theme = remembered
     return cfg
+
+
+def _notify(data: dict, path: Path, problems: list[str]) -> NotifySettings:
+    """The ``[notify]`` table (``notify_bell = false`` at the top, an older spelling, still
+    turns the bell off); a bad entry keeps its default."""
+    default = NotifySettings()
+    table = data.get("notify", {})
+    if not isinstance(table, dict):
+        problems.append(f"{path}: [notify] must be a table")
+        table = {}
+    on = table.get("on", sorted(default.on))
+    if not (isinstance(on, list) and all(k in KINDS for k in on)):
+        problems.append(f"{path}: notify.on must be a list of {', '.join(map(repr, KINDS))}")
+        on = sorted(default.on)
+    bell = table.get("bell", data.get("notify_bell", default.bell))
+    if not isinstance(bell, bool):
+        problems.append(f"{path}: notify.bell must be true or false")
+        bell = default.bell
+    desktop = table.get("desktop", default.desktop)
+    if desktop is False:
+        desktop = "off"
+    if desktop not in DESKTOP_MODES:
+        problems.append(f"{path}: notify.desktop must be one of {', '.join(map(repr, DESKTOP_MODES))}")
+        desktop = default.desktop
+    return NotifySettings(on=frozenset(on), bell=bell, desktop=desktop)
 
 
 def _state(config_path: Path) -> dict:

@@ -4,7 +4,7 @@ screen is in help.py)."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from rich.text import Text
 from textual import on, work
@@ -65,10 +65,12 @@ class KillScreen(ModalScreen[dict | None]):
         Binding("y", "confirm", "Kill"),
     ]
 
-    def __init__(self, registry: Any, job: Any) -> None:
+    def __init__(self, registry: Any, job: Any, on_confirm: Callable[[], None] | None = None) -> None:
+        """`on_confirm` runs on "y", before the kill starts."""
         super().__init__()
         self.registry = registry
         self.job = job
+        self.on_confirm = on_confirm
         self.result: dict | None = None
 
     def compose(self) -> ComposeResult:
@@ -94,6 +96,8 @@ class KillScreen(ModalScreen[dict | None]):
         if self.result is not None:  # already done: the button now closes
             self.dismiss(self.result)
             return
+        if self.on_confirm is not None:
+            self.on_confirm()
         self.query_one("#confirm", Button).disabled = True
         self.query_one("#kill-status", Static).update("Killing…")
         self._kill()

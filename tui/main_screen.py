@@ -5,7 +5,8 @@ State lives in reactives: the table's filter, sort and search (bound to the
 job's row (shown by the :class:`~.bars.DetailTitle`).  Data flows one way:
 
 * the :class:`~.sampler.Sampler` thread posts a snapshot about once a second; the screen hands
-  the rows to the table (updated in place) and raises toasts;
+  the rows to the table (updated in place) and raises toasts, plus the bell / desktop
+  notification (:mod:`.notify`) once per episode when a job starts waiting for input or fails;
 * the log pane's reader thread reads only the visible lines of the selected job's log;
 * actions (spawn, signal, input) run in thread workers and report back with one typed message
   per outcome (:mod:`.messages`).
@@ -34,7 +35,8 @@ from .jobs_table import SORTS, JobsTable
 from .log_export import save_log, selected_text
 from .log_pane import LogPane
 from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobRerun, JobStarted, LogSaved,
-                       SendMode, SignalSent)
+                       SendMode, SignalSent, WaitingForInput)
+from .notify import alert
 from .proc_tree import TreeScreen
 from .sampler import JobRow, Sampler, SnapshotData
 from .terminal import TerminalPane
@@ -107,6 +109,7 @@ class MainScreen(Screen):
         self.terminal: TerminalPane | None = None
         self._statuses: dict[str, str] = {}
         self._ended_by_us: set[str] = set()  # jobs killed from here (k, r): no exit alert for them
+        self._waiting: set[str] = set()  # jobs inside a waiting-for-input episode (alerted once)
         self._host_states: dict[str, str] = {}
         self._pending_select: str | None = None
 
@@ -172,6 +175,7 @@ class MainScreen(Screen):
                     and row.session_id not in self._ended_by_us):
                 self._toast_exit(row)
             self._statuses[row.session_id] = row.status
+            self._track_waiting(row, first)
         for event in data.events:
             if event.get("type") == "watch_match":
                 self._toast_watch(event)
@@ -207,6 +211,48 @@ class MainScreen(Screen):
             self.notify(title, title="Job finished: exit 0", timeout=5, markup=False)
         else:
             self.notify(title, title=f"Job {row.label}", severity="error", timeout=8, markup=False)
+            self._alert("failure", f"{title}: {row.label}")
+
+    def _alert(self, kind: str, body: str) -> None:
+        """The bell / desktop notification the config's [notify] table asks for (tui/notify.py)."""
+        alert(self.app, self.app.config.notify, kind, "hermes-procs", body)
+
+    def _track_waiting(self, row: JobRow, first: bool) -> None:
+        """One alert per waiting-for-input episode: the first sample that shows the job waiting
+        starts it (not when the dashboard opens on it, nor while the human types into it), the
+        first that shows it not waiting ends it."""
+        sid = row.session_id
+        if not row.waiting:
+            self._waiting.discard(sid)
+        elif sid not in self._waiting:
+            self._waiting.add(sid)
+            if not first and not self._typing_into(sid):
+                self._ask_question(sid, row.title)
+
+    def _typing_into(self, sid: str) -> bool:
+        term = self.terminal
+        return ((term is not None and term.session_id == sid and term.has_focus)
+                or (self.selected == sid and self.input_bar.line.has_focus))
+
+    @work(thread=True, group="alerts")
+    def _ask_question(self, sid: str, title: str) -> None:
+        """The last line the job printed (its question, usually), then the alert."""
+        try:
+            result = self.registry.poll(sid)
+            output = str(result.get("output_preview") or "") if isinstance(result, dict) else ""
+        except Exception:  # the alert goes out without the question
+            output = ""
+        lines = [line for line in output.splitlines() if line.strip()]
+        self.post_message(WaitingForInput(sid, title, one_line(lines[-1])[-160:] if lines else ""))
+
+    @on(WaitingForInput)
+    def _on_waiting(self, message: WaitingForInput) -> None:
+        if message.session_id not in self._waiting:  # answered in the meantime
+            return
+        title = one_line(message.title)[:50]
+        self.notify(message.question or title, title=f"{title}: waiting for input" if message.question
+                    else "Waiting for input", severity="warning", timeout=10, markup=False)
+        self._alert("input", f"{title} is waiting for input" + (f": {message.question}" if message.question else ""))
 
     def _toast_watch(self, event: dict) -> None:
         row = self.table.rows_by_id.get(event.get("session_id", ""))
@@ -412,11 +458,14 @@ class MainScreen(Screen):
                 self.notify(f"{one_line(row.title)[:50]} had already exited", timeout=4, markup=False)
             elif status == "error":
                 self.notify(result.get("error", "kill failed"), title="Kill failed", severity="error", markup=False)
+                self._ended_by_us.discard(row.session_id)  # it may still end on its own
             self._statuses[row.session_id] = "killed-by-us"  # no second "exited" toast
-            self._ended_by_us.add(row.session_id)
             self._poke()
 
-        self.app.push_screen(KillScreen(self.registry, row), done)
+        def confirmed() -> None:  # before the kill: the sampler may see the job end first
+            self._ended_by_us.add(row.session_id)
+
+        self.app.push_screen(KillScreen(self.registry, row, confirmed), done)
 
     def action_rerun(self) -> None:
         """Run the selected job again as a new job (registry.restart: same command, cwd, env, PTY,

@@ -22,6 +22,7 @@ __all__ = [
     "LogSaved",
     "SendMode",
     "SignalSent",
+    "WaitingForInput",
 ]
 
 
@@ -48,6 +49,15 @@ class JobRerun(Message):
     old: str
     new: str
     command: str
+
+
+@dataclass
+class WaitingForInput(Message):
+    """A job started waiting for input; ``question`` is the last line it printed ("" if none)."""
+
+    session_id: str
+    title: str
+    question: str
 
 
 @dataclass
