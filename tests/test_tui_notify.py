@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from conftest import until_async
 
 from hermes_procs.tui.app import HermesApp

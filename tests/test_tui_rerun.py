@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import until_async
 
 from hermes_procs.tui.app import HermesApp

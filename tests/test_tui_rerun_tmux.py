@@ -8,7 +8,6 @@ import shutil
 import sys
 
 import pytest
-
 from conftest import wait_until
 from test_e2e_tmux import capture, keys, tmux, wait_screen
 
@@ -37,11 +36,11 @@ def test_rerun_in_tmux(registry, home, alive):
     tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", cmd)
     try:
         wait_screen(name, lambda t: "e2e-flaky" in t and "e2e-server" in t, what="the jobs")
+        # the table has the focus from the start: move with the arrows, never through a box that
+        # takes the focus (a key sent before the focus moved would be typed into it)
         # a finished job: r starts it again at once; the new job is selected and says what it reruns
-        keys(name, "/")
-        keys(name, "-l", "e2e-flaky")
-        keys(name, "Enter")
-        wait_screen(name, lambda t: "e2e-server" not in t, what="the search result")
+        keys(name, "Down")  # newest first: the server, then the finished job
+        wait_screen(name, lambda t: f" {done}  e2e-flaky" in t, what="the finished job selected")
         keys(name, "r")
         wait_screen(name, lambda t: f"rerun of {short_id(done)}" in t, what="the rerun's header")
         new = reruns_of(registry, done)
@@ -50,12 +49,8 @@ def test_rerun_in_tmux(registry, home, alive):
         assert "first-run-output" in registry.read_log(new[0])["output"]
         assert "first-run-output" in registry.read_log(done)["output"]  # the old log stays
         # a running job: r asks first; y kills it and starts it again
-        keys(name, "Escape")
-        keys(name, "Escape")
-        keys(name, "/")
-        keys(name, "-l", "e2e-server")
-        keys(name, "Enter")
-        wait_screen(name, lambda t: "e2e-flaky" not in t, what="the search result")
+        keys(name, "Down")  # the rerun (newest, selected), then the server
+        wait_screen(name, lambda t: f" {server}  e2e-server" in t, what="the server selected")
         keys(name, "r")
         wait_screen(name, lambda t: "kill it and run it again?" in t, what="the rerun confirmation")
         keys(name, "y")

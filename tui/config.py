@@ -27,20 +27,19 @@ skipped and :attr:`Config.problems` says why (the app shows them as a toast).
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.errors import StyleSyntaxError
 from rich.style import Style
 
 from hermes_procs.core.config import config_path
-from rich.errors import StyleSyntaxError
 
 from .notify import DESKTOP_MODES, KINDS, NotifySettings
 
-__all__ = ["Config", "HighlightRule", "DEFAULT_HIGHLIGHTS", "config_dir", "load_config", "remember_theme"]
+__all__ = ["DEFAULT_HIGHLIGHTS", "Config", "HighlightRule", "config_dir", "load_config", "remember_theme"]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ screen is in help.py)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -15,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-__all__ = ["KillScreen", "RerunScreen", "SignalScreen", "NewJobScreen", "SaveLogScreen"]
+__all__ = ["KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
 
 _DIALOG_CSS = """
 {name} {{

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "DESKTOP_MODES", "NotifySettings", "alert", "desktop_sequence", "clean"]
+__all__ = ["DESKTOP_MODES", "KINDS", "NotifySettings", "alert", "clean", "desktop_sequence"]
 
 KINDS = ("input", "failure")  # a job waits for input; a job ends non-zero (killed, lost included)
 DESKTOP_MODES = ("osc9", "osc777", "off")
