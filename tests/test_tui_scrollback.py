@@ -148,3 +148,18 @@ async def test_the_alternate_screen_has_no_scrollback_and_says_so(registry, tmp_
         assert pane.back == 0 and "early" not in "\n".join(rows(pane))
         await pilot.press("q")
         await until_async(lambda: not pane.engine.modes.alt_screen, what="less quits")
+
+
+async def test_the_history_keeps_its_colours_and_drops_other_escapes(registry):
+    sid = spawn(registry, "for i in $(seq 1 100); do printf '\\033[31mred %s\\033[0m \\033]0;title\\007plain\\n' $i; done; "
+                          "exec cat")
+    app = PaneApp(registry, sid)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.query_one(TerminalPane)
+        await until_async(lambda: "red 100" in pane.screen_text(), what="the job's output")
+        await pilot.press("shift+pageup")
+        await until_async(lambda: pane.back > 0 and any(r.startswith("red ") for r in rows(pane)), what="history")
+        strip = pane.render_line(0)
+        assert strip.text.rstrip().endswith(" plain") and "title" not in strip.text
+        red = [seg for seg in strip if seg.text.startswith("red")]
+        assert red and red[0].style.color is not None and red[0].style.color.name in ("red", "color(1)")

@@ -14,8 +14,9 @@ Keys go to the job translated for the modes it asked for (tui/keys.py), sent wit
 posts ``TerminalPane.Ended`` and stops its stream.
 
 Scrollback: Shift-PgUp/Shift-PgDn and the mouse wheel (unless the program asked for mouse
-reports) page through the job's history, read as text from its on-disk log
-(``registry.read_log``, so a remote job's history too) in a worker thread; the bottom row says
+reports) page through the job's history, read from its on-disk log in a worker thread (with
+its colours, as the log pane shows a line; a remote job's as plain text through
+``registry.read_log``); the view holds still while output arrives; the bottom row says
 ``scrollback: N lines up · any key returns to live``. Any other key (which still goes to the
 job), or Shift-PgDn past the bottom, returns to the live screen. A program on the alternate
 screen (vim, less, htop) has no history: the pane says so instead.
@@ -28,6 +29,7 @@ import time
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
@@ -38,6 +40,7 @@ from textual.widget import Widget
 from hermes_procs.core import logstore
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
+from .log_pane import render_raw_line
 from .vt import VTEngine, safe_tail, scan_modes
 
 _INDICATOR = RichStyle(reverse=True, bold=True)
@@ -133,7 +136,7 @@ class TerminalPane(Widget, can_focus=True):
     class _History(Message):
         """Internal: log lines for the scrollback view (read in a worker)."""
 
-        def __init__(self, generation: int, back: int, lines: list[str], total: int) -> None:
+        def __init__(self, generation: int, back: int, lines: list[Text], total: int) -> None:
             super().__init__()
             self.generation = generation
             self.back = back
@@ -192,7 +195,9 @@ class TerminalPane(Widget, can_focus=True):
         self._strips: dict[int, Strip] = {}  # rendered rows, dropped when a row changes
         self._strip_key: tuple = ()
         self.back = 0  # scrollback: lines of the log below the view (0: the live screen)
-        self._history: list[str] | None = None  # the log lines the scrollback view shows
+        self._history: list[Text] | None = None  # the log lines the scrollback view shows
+        self._history_strips: dict[tuple[int, int], Strip] = {}  # (line, width) -> rendered
+        self._history_index: logstore.LineIndex | None = None  # a local job's log, while scrolled back
         self._history_total: int | None = None  # log lines when scrolling back began (held still)
         self._history_gen = 0  # bumped by every scroll and by live(): only the latest read is shown
         self._target = 0  # the scrollback position asked for last (the read may be under way)
@@ -424,8 +429,14 @@ class TerminalPane(Widget, can_focus=True):
             return Strip([Segment(note.ljust(width)[:width], _INDICATOR)], width)
         lines = self._history or []
         i = y - (rows - 1 - len(lines))  # the lines sit at the bottom, above the indicator
-        text = lines[i].expandtabs(8) if 0 <= i < len(lines) else ""
-        return Strip([Segment(text.translate(_SAFE))]).crop_extend(0, width, None)
+        if not 0 <= i < len(lines):
+            return Strip.blank(width)
+        strip = self._history_strips.get((i, width))
+        if strip is None:
+            text = lines[i]
+            strip = Strip(list(text.render(self.app.console)), text.cell_len).crop_extend(0, width, None)
+            self._history_strips[(i, width)] = strip
+        return strip
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return self.engine.cols
@@ -557,24 +568,44 @@ class TerminalPane(Widget, can_focus=True):
                         group="scrollback")
 
     def _read_history(self, gen: int, back: int, count: int, total: int | None) -> None:
-        """Worker: the ``count`` log lines that end ``back`` lines above the end of the log."""
-        reg, sid = self.registry, self.session_id
+        """Worker: the ``count`` log lines that end ``back`` lines above the end of the log
+        (``total``: the log's lines when scrolling back began; None: now)."""
         try:
             if total is None:
-                total = int(reg.read_log(sid, limit=1).get("total_lines") or 0)
+                total = self._history_lines(None, 0)[0]
                 back = min(back, max(1, total - count))
             first = max(0, total - back - count)
-            got = reg.read_log(sid, offset=first, limit=max(1, min(count, total - back - first)))
-            lines = (got.get("output") or "").split("\n") if total - back > 0 else []
+            last = total - back  # the view's bottom line is last - 1
+            lines = self._history_lines(first, last - first)[1] if last > 0 else []
         except Exception:  # a removed job, a host gone: stay where we are
             return
         self._post(self._History(gen, back, lines, total))
+
+    def _history_lines(self, first: int | None, count: int) -> tuple[int, list[Text]]:
+        """(lines in the log, lines ``first .. first+count-1`` styled); ``first`` None: the count
+        only.  A local job's raw lines keep their colours; a remote job's come as plain text."""
+        try:
+            jobdir = self.registry.job_dir(self.session_id)
+        except Exception:  # a remote job: the registry reads its log over the connection
+            jobdir = None
+        if jobdir is None:
+            if first is None:
+                return int(self.registry.read_log(self.session_id, limit=1).get("total_lines") or 0), []
+            got = self.registry.read_log(self.session_id, offset=first, limit=max(1, count))
+            return 0, [Text(line.translate(_SAFE), no_wrap=True) for line in (got.get("output") or "").split("\n")]
+        idx = self._history_index
+        if idx is None:  # indexed once per scrollback: later pages read only their lines
+            idx = self._history_index = logstore.LineIndex(jobdir)
+        if first is None:
+            return idx.line_count, []
+        return idx.line_count, [render_raw_line(raw) for raw in idx.read_raw_lines(first, count, max_bytes=64 << 10)]
 
     def on_terminal_pane__history(self, message: _History) -> None:
         message.stop()
         if message.generation != self._history_gen:
             return  # a later scroll, or the live screen, was asked for meanwhile
         self.back, self._history, self._history_total = message.back, message.lines, message.total
+        self._history_strips.clear()
         self._target = message.back
         self.refresh()
 
@@ -584,7 +615,11 @@ class TerminalPane(Widget, can_focus=True):
         self._target = 0
         if self.back or self._history_total is not None:
             self.back, self._history, self._history_total = 0, None, None
+            self._history_strips.clear()
             self.refresh()
+        idx, self._history_index = self._history_index, None
+        if idx is not None:
+            idx.release()  # its pinned segments (a rotated-out one keeps its disk space while open)
 
     async def on_key(self, event: events.Key) -> None:
         self.live()  # any key returns to the live screen (and still goes to the job)
