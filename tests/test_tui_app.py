@@ -514,13 +514,15 @@ async def test_flood_keeps_keys_responsive_and_repaints_bounded(registry):
         # scrolling back during the flood pauses on a frozen snapshot; End follows again
         pane.focus()
         await until(pilot, lambda: app.focused is pane)
-        for _ in range(20):
-            await pilot.press("pageup")
-            if not pane.follow:
-                break
-            await pilot.pause(0.1)
-        await until(pilot, lambda: pane._snapshot_mode or (not pane._tail_mode and not pane.follow),
-                    timeout=20, what="scrolled back")
+        # PageUp until the view leaves the flood's tail (on a loaded machine a PageUp can land
+        # before the first tail lines have given the pane its height: press again then)
+        deadline = time.monotonic() + 40
+        while not (pane._snapshot_mode or (not pane._tail_mode and not pane.follow)):
+            assert time.monotonic() < deadline, (f"scrolled back: {pane.follow=} {pane._tail_mode=} "
+                                                 f"{pane.virtual_size=} {pane.scroll_y=}")
+            if pane.follow:
+                await pilot.press("pageup")
+            await pilot.pause(0.2)
         await until(pilot, lambda: screen_text(app).strip() and all(
             line.strip().isdigit() for line in screen_text(app).splitlines() if line.strip()),
             timeout=20, what="lines of the snapshot")
