@@ -64,9 +64,10 @@ async def test_rerun_of_a_finished_job_starts_a_linked_copy_and_selects_it(regis
         assert f"run m-42 in {tmp_path}" in registry.read_log(new)["output"]
         assert old in table.rows_by_id and f"run m-42 in {tmp_path}" in registry.read_log(old)["output"]
         assert table.rows_by_id[new].label == "exited 3"
-        # the header of the old job says nothing about reruns
+        # the header of the old job names its rerun
         await select(pilot, app, old)
-        assert "rerun of" not in str(app.query_one(DetailTitle).render())
+        header = str(app.query_one(DetailTitle).render())
+        assert f"rerun as {short_id(new)}" in header and "rerun of" not in header
 
 
 async def test_rerun_of_a_running_job_asks_then_kills_and_restarts(registry):

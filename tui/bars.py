@@ -2,8 +2,8 @@
 
 * :class:`TopBar`: how many jobs run / wait for input, the table's filter, sort and search (bound
   to the :class:`~.main_screen.MainScreen` reactives with ``data_bind``), and the home.
-* :class:`DetailTitle`: the selected job's id, name, command, status (``rerun of <id>`` for a
-  rerun) and the log pane's state.
+* :class:`DetailTitle`: the selected job's id, name, command, status (``rerun of <id>`` /
+  ``rerun as <id>`` when it was started again) and the log pane's state.
 
 A reactive repaints only when its value changes, and both bars have a fixed height, so an
 update never asks for a layout pass (a reflow of the whole screen): only the bar is repainted.
@@ -86,6 +86,7 @@ class DetailTitle(Widget):
     log_status: reactive[str] = reactive("following")
     terminal_open: reactive[bool] = reactive(False)
     host_name: reactive[str] = reactive("")  # the selected job's host, as the table names it
+    rerun_as: reactive[str] = reactive("")  # the newest job started as a rerun of this one
 
     def render(self) -> Text:
         row = self.row
@@ -97,6 +98,8 @@ class DetailTitle(Widget):
             text.append(f"  {row.name}", style="bold")
         if row.rerun_of:  # before the command, which may be long and cut off
             text.append(f"  rerun of {short_id(row.rerun_of)}", style="italic")
+        if self.rerun_as:
+            text.append(f"  rerun as {short_id(self.rerun_as)}", style="italic")
         text.append(f"  {one_line(row.command)[:80]}")
         text.append("  · ", style="dim")
         text.append(row.label, style="bold green" if row.running else "bold")

@@ -269,6 +269,8 @@ class MainScreen(Screen):
         row = self.current_row()
         title = self.query_one(DetailTitle)
         title.host_name = self.table.host_name(row.host) if row is not None and row.host else ""
+        reruns = [r for r in self.table.rows_by_id.values() if row is not None and r.rerun_of == row.session_id]
+        title.rerun_as = max(reruns, key=lambda r: r.started).session_id if reruns else ""
         title.row = row
         title.terminal_open = self.terminal is not None
         self.input_bar.set_class(row is not None and row.running and self.terminal is None, "shown")
