@@ -18,7 +18,7 @@ from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.hosts import HostSet, dashboard_registry
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import DetailTitle, TopBar
-from hermes_procs.tui.dialogs import KillScreen, NewJobScreen
+from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, RerunScreen
 from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.log_pane import LogPane
 
@@ -140,6 +140,26 @@ async def test_new_job_on_a_remote_host_and_an_unreachable_host(registry, remote
         remote.conn._last_try = 0
         await until(pilot, lambda: not table.rows_by_id[sid].unreachable, what="host back")
         assert table.rows_by_id[sid].running
+
+
+async def test_rerun_of_a_remote_job_runs_on_its_host(registry, remote):
+    old = remote.spawn("echo remote-run; sleep 60", name="remote-server")["session_id"]
+    app = HermesApp(HostSet(registry, [remote.host.url]), sample_interval=0.2)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: old in table.rows_by_id, what="the remote job listed")
+        table.select_id(old)
+        await until(pilot, lambda: app.main.selected == old)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: (app.main.current_row() is not None
+                                    and app.main.current_row().rerun_of == old), what="the rerun selected")
+        new = app.main.selected
+        assert table.rows_by_id[new].host == remote.host.label
+        assert remote.poll(new)["status"] == "running" and remote.poll(old)["status"] == "exited"
+        assert not [j for j in registry.list() if j.get("rerun_of") == old]  # nothing started here
+        assert "rerun of" in rendered(app.query_one(DetailTitle))
 
 
 def test_dashboard_registry_takes_explicit_configured_and_remembered_hosts(tmp_path, monkeypatch):
