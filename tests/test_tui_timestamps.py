@@ -141,3 +141,18 @@ def test_parse_jump_forms():
     for bad in ("25:00", "-5", "soon", ""):
         with pytest.raises(ValueError):
             parse_jump(bad, now)
+
+
+def test_tail_line_starts_match_the_log(tmp_path):
+    """The flood (tail-only) view dates its lines by their absolute offsets, computed from a tail."""
+    from hermes_procs.core import logstore
+    from hermes_procs.tui.log_pane import _starts
+
+    (tmp_path / "output.log").write_bytes(b"".join(b"line %d\n" % i for i in range(1000)))
+    start, data = logstore.tail_span(tmp_path, 100)
+    assert data == (tmp_path / "output.log").read_bytes()[start:]
+    lines = data.split(b"\n")[1:-1]  # the first one is cut; the last is empty
+    first = start + len(data.split(b"\n")[0]) + 1
+    starts = _starts(first, lines, 5)
+    log = (tmp_path / "output.log").read_bytes()
+    assert [log[s:log.index(b"\n", s)] for s in starts] == lines[-5:]
