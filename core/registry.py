@@ -292,10 +292,11 @@ class ProcessRegistry:
         return reply
 
     def _summary(self, job: Job, preview_chars: int) -> dict:
+        start, tail = logstore.tail_span(job.dir, preview_chars * 4 + 4096)
         result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
                   "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
-                  "output_preview": self._tail_text(job, preview_chars),
+                  "output_preview": text.last_chars(tail, preview_chars), "output_bytes": start + len(tail),
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", ""),
                   "rerun_of": job.meta.get("rerun_of"), **self._figures(job)}
         if not job.running:

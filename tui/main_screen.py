@@ -39,6 +39,7 @@ from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobRer
 from .notify import alert
 from .proc_tree import TreeScreen
 from .sampler import JobRow, Sampler, SnapshotData
+from .sparklines import TrendBar
 from .terminal import TerminalPane
 
 __all__ = ["MainScreen"]
@@ -121,6 +122,7 @@ class MainScreen(Screen):
         yield JobSearch(id="job-search")
         yield JobsTable(id="jobs").data_bind(*bound)
         yield DetailTitle(id="detail-title")
+        yield TrendBar(id="trends")
         with Vertical(id="detail"):
             yield Static(id="term-hint")
             yield LogPane(id="log")
@@ -188,6 +190,7 @@ class MainScreen(Screen):
             self.input_bar.set_history(data.inputs)
         rows = self.table.rows_by_id.values()
         self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
+        self.query_one(TrendBar).trend = data.trend if data.selected == self.selected else None
         self._show_row()
 
     def _show_hosts(self, hosts: list[dict]) -> None:
@@ -291,6 +294,7 @@ class MainScreen(Screen):
             except Exception:
                 jobdir = None
         self.log_pane.show_job(sid, jobdir)
+        self.query_one(TrendBar).trend = None  # the next sample starts the new job's history
         self.input_bar.set_job(sid)
         if self.sampler is not None:
             self.sampler.selected = sid

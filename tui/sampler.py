@@ -22,6 +22,8 @@ from textual.message import Message
 
 from hermes_procs.core.model import parse_time
 
+from .trends import Trend, TrendRecorder
+
 __all__ = ["JobRow", "Sampler", "status_label"]
 
 
@@ -61,6 +63,7 @@ class JobRow:
     rss: int | None = None
     silence: float | None = None  # seconds since the last output (running jobs)
     waiting: bool = False
+    output_bytes: int | None = None  # every byte of output so far (the sparklines' output rate)
     order: int = 0  # position in registry.list() (newest first)
     host: str = ""  # "" = this machine, else the remote host's label (core/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
@@ -85,6 +88,7 @@ class SnapshotData:
     events: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     hosts: list[dict[str, Any]] = field(default_factory=list)  # remote hosts' states
+    trend: Trend | None = None  # the selected job's recent CPU, RSS and output rate (trends.py)
 
 
 class Sampler(threading.Thread):
@@ -115,6 +119,7 @@ class Sampler(threading.Thread):
         self.consumer = consumer or f"dashboard-{os.getpid()}"
         self.selected: str | None = None
         self._clock = clock
+        self._trends = TrendRecorder(interval)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_list: list[dict[str, Any]] | None = None
@@ -186,6 +191,7 @@ class Sampler(threading.Thread):
             error = (jobs or {}).get("error", "listing jobs failed") if isinstance(jobs, dict) else "listing jobs failed"
             jobs = []
         rows = [self._row(job, order) for order, job in enumerate(jobs)]
+        trend = self._trends.add(next((r for r in rows if r.session_id == selected), None) if selected else None, now)
         inputs: list[dict[str, Any]] = []
         if selected:
             try:
@@ -216,6 +222,7 @@ class Sampler(threading.Thread):
             inputs=inputs,
             events=events,
             error=error,
+            trend=trend,
         )
 
     def _list(self) -> list[dict[str, Any]]:
@@ -255,6 +262,7 @@ class Sampler(threading.Thread):
             rss=job.get("rss_bytes") if running else None,
             silence=job.get("quiet_seconds") if running else None,
             waiting=bool(job.get("awaiting_input")) and running,
+            output_bytes=job.get("output_bytes"),
             order=order,
             host=job.get("host") or "",
             unreachable=unreachable,

@@ -6,7 +6,8 @@ Shots: ``dashboard.svg`` (table + log of a build), ``filter.svg`` (the build's l
 Python REPL), ``scrollback.svg`` (the terminal pane scrolled back), ``input.svg`` (a pipe job
 waiting for an answer, with the input bar and its history), ``kill.svg`` (kill confirmation),
 ``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map), ``tree.svg`` (the
-process tree of a job with workers, one asking a question).  Every job started is killed at the
+process tree of a job with workers, one asking a question), ``sparklines.svg`` (that job's CPU,
+RSS and output rate under the detail title).  Every job started is killed at the
 end.
 """
 
@@ -28,6 +29,7 @@ from .help import HelpScreen
 from .jobs_table import JobsTable
 from .log_pane import LogPane
 from .proc_tree import TreeScreen
+from .sparklines import TrendBar
 
 SIZE = (120, 34)
 
@@ -154,7 +156,7 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         save("help.svg")
         await pilot.press("escape")
 
-        # 6. the process tree of a job with workers, one of them asking a question
+        # 6, 7. the process tree of a job with workers, one of them asking a question; its sparklines
         await _tree_shot(pilot, app, reg, select, save)
     return shots
 
@@ -167,13 +169,25 @@ echo 'deploying hermes-demo 1.4.2'
 (exec -a python3 {py} worker.py --jobs 4) &
 read -p 'Deploy to production? [y/N] ' answer
 """
-_WORKER = "import time\nwhile True:\n    sum(range(300000))\n    time.sleep(0.03)\n"
+_WORKER = r"""
+import random, time
+held, n = [], 0
+while True:
+    n += 1
+    heavy = int(time.monotonic() / 3) % 2  # three busy seconds, three light ones
+    sum(range(random.randrange(2000000, 4000000) if heavy else random.randrange(20000, 200000)))
+    if n % 4 == 0:
+        print(f"batch {n}: {random.randrange(100, 999)} rows ok", flush=True)
+    if len(held) < 300:
+        held.append(bytearray(100000))  # a slow climb the RSS sparkline shows
+    time.sleep(0.03)
+"""
 
 
 async def _tree_shot(pilot, app: HermesApp, reg: ProcessRegistry, select, save) -> None:
     folder = Path(reg.home) / "demo"
     (folder / "deploy.sh").write_text(_DEPLOY.lstrip().format(py=PY))
-    (folder / "worker.py").write_text(_WORKER)
+    (folder / "worker.py").write_text(_WORKER.lstrip())
     started = reg.spawn("bash deploy.sh --prod", cwd=str(folder), name="deploy")
     if started.get("status") != "running":
         raise RuntimeError(f"the tree shot's job failed to start: {started}")
@@ -188,6 +202,11 @@ async def _tree_shot(pilot, app: HermesApp, reg: ProcessRegistry, select, save) 
     await pilot.pause(2.2)  # two more looks: CPU figures over a second, not since start
     save("tree.svg")
     await pilot.press("escape")
+
+    # 7. the same job's sparklines (CPU, RSS, output rate) under the detail title
+    bar = app.query_one(TrendBar)
+    await _until(pilot, lambda: bar.trend is not None and len(bar.trend.cpu) >= 36, timeout=40)
+    save("sparklines.svg")
 
 
 def main(argv: list[str] | None = None) -> int:
