@@ -94,6 +94,11 @@ def test_start_wait_log_list_redacted(tmp_path):
         assert log["output"] == "hello\nGITHUB_TOKEN=ghp_...***" and log["total_lines"] == 2
         page = await c.ok("process_log", session_id=sid, offset=0, limit=1)
         assert page["output"] == "hello"
+        recent = await c.ok("process_log", session_id=sid, since="1h")
+        assert recent["output"] == log["output"] and "output since" in recent["showing"]
+        assert (await c.ok("process_log", session_id=sid, since=0))["showing"].startswith("no output since")
+        bad = await c.call("process_log", session_id=sid, since="whenever")
+        assert bad.is_error and "since must be" in bad.content[0].text
         polled = await c.ok("process_poll", session_id=sid[:10])
         assert polled["exit_code"] == 3
         listed = await c.ok("process_list")
