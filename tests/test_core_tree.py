@@ -16,6 +16,7 @@ import sshd as sshd_mod
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.hosts import HostSet
 
 PY = shlex.quote(sys.executable)
 ASKS = f"sleep 100 & {PY} -c 'input()'"  # a background sleeper and a process asking for input
@@ -151,21 +152,27 @@ def test_cli_tree_and_signal_pid(registry, home):
 
 @pytest.mark.timeout(90)
 @pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
-def test_tree_and_signal_process_over_a_remote_host(monkeypatch):
+def test_tree_and_signal_process_over_a_remote_host(monkeypatch, home):
     server = sshd_mod.start()
     try:
         monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
-        remote = ProcessRegistry(host=server.url(server.home_dir()))
+        url = server.url(server.home_dir())
+        remote = ProcessRegistry(host=url)
+        hosts = HostSet(ProcessRegistry(home=home), [url])  # what the dashboard holds
         try:
             sid = remote.spawn("sleep 100 & read answer")["session_id"]  # the shell itself asks
             _, sleeper, _ = _ready(remote, sid)
             assert remote.tree(sid)["host"] == remote.host.label
             assert "not part of this job" in remote.signal_process(sid, os.getpid(), "KILL")["error"]
-            assert remote.signal_process(sid, sleeper["pid"], "KILL")["status"] == "ok"
+            wait_until(lambda: any(r.get("session_id") == sid for r in hosts.list()), timeout=20)
+            assert sleeper["pid"] in [r["pid"] for r in _rows(hosts, sid)]  # routed to the job's host
+            assert hosts.signal_process(sid, sleeper["pid"], "KILL")["status"] == "ok"
             wait_until(lambda: sleeper["pid"] not in [r["pid"] for r in _rows(remote, sid)])
             remote.kill(sid, grace=0.2)
         finally:
             remote.conn.close()
+            for reg in hosts.remotes.values():
+                reg.conn.close()
     finally:
         server.stop()
         shutil.rmtree(server.dir, ignore_errors=True)
