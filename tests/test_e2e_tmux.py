@@ -56,6 +56,8 @@ def test_dashboard_in_tmux(registry, home, alive):
         wait_screen(name, lambda t: "e2e-victim" in t and "e2e-repl" in t, what="the jobs")
         # type into the PTY job through the terminal pane and see the echo
         keys(name, "/")
+        # the search box must have the focus before the text: keys sent earlier reach the table
+        wait_screen(name, lambda t: "search jobs by" in t, what="the search box")
         keys(name, "-l", "e2e-repl")
         keys(name, "Enter")
         wait_screen(name, lambda t: "e2e-victim" not in t, what="the search result")
@@ -68,10 +70,15 @@ def test_dashboard_in_tmux(registry, home, alive):
         wait_screen(name, lambda t: "Terminal:" not in t, what="leaving the pane")
         # type into a pipe job with the input bar
         keys(name, "Escape")  # clear the search
+        wait_screen(name, lambda t: "e2e-victim" in t, what="every job again")
         keys(name, "/")
+        wait_screen(name, lambda t: "search jobs by" in t, what="the search box")
         keys(name, "-l", "e2e-pipe")
         keys(name, "Enter")
+        wait_screen(name, lambda t: "e2e-victim" not in t, what="the pipe job alone")
         keys(name, "Enter")  # Enter on a pipe job focuses the input bar
+        # focused, the footer keeps only the keys that work there (no table keys such as Kill)
+        wait_screen(name, lambda t: "k Kill" not in t, what="the input bar focused")
         keys(name, "-l", "hello from tmux")
         keys(name, "Enter")
         wait_screen(name, lambda t: "human 'hello from tmux" in t, what="the input history")
@@ -79,9 +86,12 @@ def test_dashboard_in_tmux(registry, home, alive):
         # kill a job
         keys(name, "Escape")
         keys(name, "Escape")
+        wait_screen(name, lambda t: "e2e-repl" in t and "k Kill" in t, what="the table again")
         keys(name, "/")
+        wait_screen(name, lambda t: "search jobs by" in t, what="the search box")
         keys(name, "-l", "e2e-victim")
         keys(name, "Enter")
+        wait_screen(name, lambda t: "e2e-repl" not in t and "k Kill" in t, what="the victim alone")
         keys(name, "k")
         wait_screen(name, lambda t: "Kill this job?" in t, what="the kill confirmation")
         keys(name, "y")
