@@ -102,4 +102,4 @@ def _runs(chars: str, lit: list[bool]) -> list[tuple[bool, str]]:
 
 def _span(seconds: float) -> str:
     """``40s``, ``2m``."""
-    return f"{seconds:.0f}s" if seconds < 90 else f"{seconds / 60:.0f}m"
+    return f"{max(1, round(seconds))}s" if seconds < 90 else f"{seconds / 60:.0f}m"
