@@ -126,6 +126,31 @@ def children(pid: int) -> list[int]:
     return kids
 
 
+def descendants(root: int) -> list[int]:
+    """Every live descendant of `root`, from one scan of /proc (for kernels without the
+    `children` files that :func:`children` reads; stats.tree falls back to it)."""
+    kids: dict[int, list[int]] = {}
+    for pid, row in table().items():
+        kids.setdefault(row.ppid, []).append(pid)
+    found: list[int] = []
+    stack = list(kids.get(root, []))
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(kids.get(pid, []))
+    return found
+
+
+def group_members(leader: int, ticks: int) -> dict[int, int]:
+    """The live processes (pid -> ticks) of the process group `leader` leads, only while the
+    leader still has its recorded identity (alive or an unreaped zombie): once it is gone, its
+    pid may lead a stranger's group."""
+    if not _leader_matches(leader, ticks):
+        return {}
+    found = {pid: row.ticks for pid, row in table().items() if row.pgid == leader}
+    return found if _leader_matches(leader, ticks) else {}  # not if the leader went while we looked
+
+
 def _leader_matches(pid: int, ticks: int) -> bool:
     return start_ticks(pid) == ticks  # a zombie leader (not yet reaped) still holds its session
 

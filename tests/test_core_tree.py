@@ -184,3 +184,34 @@ def test_signal_numbers_are_the_signals_sent(registry):
     (row,) = wait_until(lambda: [r for r in _rows(registry, sid) if r["command"].startswith(sys.executable)])
     assert registry.signal_process(sid, row["pid"], int(signal.SIGTERM))["status"] == "ok"
     assert registry.wait(sid, timeout=10)["exit_code"] == -signal.SIGTERM
+
+
+def test_signal_reaches_an_unsupervised_job_by_its_group(registry, alive):
+    """registry.signal on a job whose supervisor died goes to the root's process group itself
+    (identity-checked); it was an AttributeError."""
+    sid = registry.spawn("sleep 60")["session_id"]
+    proc = json.loads((registry.job_dir(sid) / "proc.json").read_text())
+    wait_until(lambda: _rows(registry, sid))
+    os.kill(proc["supervisor_pid"], signal.SIGKILL)
+    wait_until(lambda: registry.poll(sid).get("unsupervised"))
+    assert registry.signal(sid, "TERM") == {"status": "ok", "session_id": sid}
+    wait_until(lambda: not alive(proc["pid"]))
+
+
+def test_descendants_by_a_proc_scan_finds_children_and_grandchildren():
+    """stats.tree's fallback where the kernel has no `children` files (it was missing)."""
+    from hermes_procs.core import proctree
+
+    outer = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
+    try:
+        def grandchild():
+            found = proctree.descendants(os.getpid())
+            kids = [p for p in found if (proctree.stat_fields(p) or ["", "0"])[1] == str(outer.pid)]
+            return kids and outer.pid in found
+
+        wait_until(grandchild)
+    finally:
+        for pid in proctree.descendants(outer.pid):
+            os.kill(pid, signal.SIGKILL)
+        outer.kill()
+        outer.wait()
