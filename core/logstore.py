@@ -40,25 +40,26 @@ import time
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 from .text import to_text
 
 __all__ = [
+    "LINE_CAP",
     "LOG_NAME",
     "OLD_LOG_NAME",
     "STATE_NAME",
-    "LINE_CAP",
-    "segments",
+    "LineIndex",
     "dropped_bytes",
-    "total_bytes",
     "read_bytes",
+    "read_lines",
+    "segments",
     "tail_bytes",
     "tail_span",
-    "read_lines",
-    "LineIndex",
+    "total_bytes",
 ]
 
 LOG_NAME = "output.log"
@@ -122,7 +123,7 @@ PIN_ATTEMPTS = 40  # consistent snapshots tried (a few ms apart) before taking a
 class _Layout:
     """A consistent snapshot of the retained segments."""
 
-    __slots__ = ("base", "segs", "end", "verified")
+    __slots__ = ("base", "end", "segs", "verified")
 
     def __init__(self, base: int, segs: list[_Seg], verified: bool = False) -> None:
         self.base = base
@@ -144,7 +145,7 @@ class _Layout:
         return segs
 
     @classmethod
-    def of_jobdir(cls, jobdir: Path) -> "_Layout":
+    def of_jobdir(cls, jobdir: Path) -> _Layout:
         """A pinned snapshot of the job's segments (close() it when done)."""
         for attempt in range(PIN_ATTEMPTS):
             layout = cls._pin(jobdir, strict=True)
@@ -154,7 +155,7 @@ class _Layout:
         return cls._pin(jobdir, strict=False)  # e.g. logstate.json could not be written (disk full)
 
     @classmethod
-    def _pin(cls, jobdir: Path, strict: bool) -> "_Layout | None":
+    def _pin(cls, jobdir: Path, strict: bool) -> _Layout | None:
         state = _state(jobdir)
         base = _count(state, "dropped_bytes")
         segs: list[_Seg] = []
@@ -193,7 +194,7 @@ class _Layout:
             pass
 
     @classmethod
-    def of_paths(cls, paths: Sequence[Path], base: int = 0) -> "_Layout":
+    def of_paths(cls, paths: Sequence[Path], base: int = 0) -> _Layout:
         return cls(base, cls._stat(paths, base))
 
     @staticmethod
@@ -277,7 +278,7 @@ def tail_span(jobdir: Path, n: int) -> tuple[int, bytes]:
 class _Cursor:
     """Forward newline search over a layout with one buffered 1 MiB window."""
 
-    __slots__ = ("layout", "limit", "buf", "off")
+    __slots__ = ("buf", "layout", "limit", "off")
 
     def __init__(self, layout: _Layout, limit: int) -> None:
         self.layout = layout
@@ -346,14 +347,13 @@ class LineIndex:
         new = [(s.ino, s.size) for s in layout.segs]
         if len(new) < len(self._files):
             return False
-        for (ino, size), (nino, nsize) in zip(self._files, new):
+        for (ino, size), (nino, nsize) in zip(self._files, new[:len(self._files)], strict=True):
             if ino != nino or nsize < size:
                 return False
         # an older segment may not grow once a newer one exists (offsets would shift)
-        for (ino, size), (nino, nsize) in zip(self._files[:-1], new):
-            if nsize != size:
-                return False
-        return True
+        k = max(0, len(self._files) - 1)
+        older = zip(self._files[:k], new[:k], strict=True)
+        return all(nsize == size for (_ino, size), (_nino, nsize) in older)
 
     def _rotation_in_flight(self, layout: _Layout) -> bool:
         """The supervisor renamed output.log to output.log.1 but has not yet written the new
@@ -509,7 +509,7 @@ class LineIndex:
 
 # --- read_lines ----------------------------------------------------------------------
 
-_cache: "OrderedDict[str, LineIndex]" = OrderedDict()
+_cache: OrderedDict[str, LineIndex] = OrderedDict()
 _cache_lock = threading.Lock()
 
 

@@ -30,7 +30,7 @@ Reap = "Callable[[], None] | None"  # called while waiting, so a parent can coll
 class Row:
     """One line of the process table."""
 
-    __slots__ = ("ppid", "pgid", "sid", "ticks", "state")
+    __slots__ = ("pgid", "ppid", "sid", "state", "ticks")
 
     def __init__(self, ppid: int, pgid: int, sid: int, ticks: int, state: str) -> None:
         self.ppid, self.pgid, self.sid, self.ticks, self.state = ppid, pgid, sid, ticks, state

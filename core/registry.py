@@ -26,8 +26,17 @@ from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
-from .paths import (IdError, ensure_private_dir, list_job_ids, new_session_id, open_nofollow, resolve_home,
-                    resolve_id, write_json_atomic, write_text_atomic)
+from .paths import (
+    IdError,
+    ensure_private_dir,
+    list_job_ids,
+    new_session_id,
+    open_nofollow,
+    resolve_home,
+    resolve_id,
+    write_json_atomic,
+    write_text_atomic,
+)
 from .screen import render as render_screen
 from .search import compile_pattern, search_log
 from .watch import HomeWatch
@@ -855,7 +864,7 @@ class ProcessRegistry:
             age = math.inf
         try:
             count = len(list_job_ids(self.jobs_dir))
-            if age > PRUNE_EVERY or count > keep_count() + 20 and count > _pruned_left(stamp) * 1.1 + 20:
+            if age > PRUNE_EVERY or (count > keep_count() + 20 and count > _pruned_left(stamp) * 1.1 + 20):
                 write_text_atomic(stamp, str(count))  # replaces a planted link, never follows it
                 self.prune()
                 write_text_atomic(stamp, str(len(list_job_ids(self.jobs_dir))))

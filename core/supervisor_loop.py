@@ -18,12 +18,12 @@ import time
 
 import bounds
 import wire
+from idle_events import IdleWatch
 from supervisor_clients import Client, ClientHub
 from supervisor_kill import Killer
 from supervisor_output import OutputLog, unlink_quietly
 from supervisor_stdin import StdinQueue
 from supervisor_watch import Watcher
-from idle_events import IdleWatch
 
 RETRY_WRITES = (0.2, 5.0)  # retry a failed exit.json / logstate.json / events write (doubling)
 MAX_PENDING_EVENTS = 1000

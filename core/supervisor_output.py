@@ -201,9 +201,7 @@ class OutputLog:
         if self.output_open:
             self.output_open = False
             self.sel.unregister(self.out_fd)
-            if self.out_fd != self.in_fd:
-                os.close(self.out_fd)
-            elif not self.stdin_open or self.exit is not None:
+            if self.out_fd != self.in_fd or not self.stdin_open or self.exit is not None:
                 os.close(self.out_fd)
 
     def _tail_text(self, chars: int) -> str:

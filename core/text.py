@@ -25,10 +25,10 @@ import re
 
 __all__ = [
     "Utf8Stream",
-    "strip_ansi",
     "collapse_cr",
-    "to_text",
     "last_chars",
+    "strip_ansi",
+    "to_text",
 ]
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from .paths import HomeError
 from .redact import redact_obj
 
-__all__ = ["PROCESS_TOOL_SCHEMA", "ACTIONS", "handle_process", "run_action", "default_registry"]
+__all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
 ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search", "restart")
 

@@ -3,7 +3,6 @@
 import socket
 
 import pytest
-
 from conftest import wait_until
 
 

@@ -269,7 +269,8 @@ def test_help_and_attach_without_terminal(cli):
 def test_mcp_serves_on_stdio(home):
     pytest.importorskip("mcp")
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
     proc = subprocess.Popen([sys.executable, "-m", "hermes_procs", "mcp", "--home", str(home)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

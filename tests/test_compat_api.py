@@ -9,7 +9,6 @@ import pytest
 from conftest import wait_until
 
 
-
 def test_read_log_offsets_and_showing(hermes):
     session = hermes.spawn_local("for i in $(seq 0 99); do echo line $i; done")
     hermes.wait(session.id, timeout=10)

@@ -3,8 +3,6 @@
 import pytest
 from conftest import supervisor_gone
 
-from hermes_procs.core import ProcessRegistry
-
 BAD_IDS = ["../x", "/etc/passwd", "proc_../../etc", "proc_\0abc", "", "   ", None, 12.5, "proc_XYZ",
            "abc", "proc_0123456789abcdef", "..", "proc_0123456789ab/../x"]
 

@@ -55,7 +55,7 @@ def test_prefix_ids(registry):
     assert registry.poll(sid[5:9])["session_id"] == sid
     assert registry.poll("proc_" + sid[5:11])["session_id"] == sid
     other = registry.spawn("sleep 5")
-    common = os.path.commonprefix([sid[5:], other["session_id"][5:]])
+    common = os.path.commonprefix([sid[5:], other["session_id"][5:]])  # noqa: RUF071 - characters wanted
     if len(common) >= 4:
         assert "ambiguous" in registry.poll(common)["error"]
 

@@ -7,9 +7,10 @@ import json
 import multiprocessing
 import shutil
 
-from hermes_procs.core import ProcessRegistry, listindex, registry as registry_mod
-
 from conftest import supervisor_gone
+
+from hermes_procs.core import ProcessRegistry, listindex
+from hermes_procs.core import registry as registry_mod
 
 
 def _finished(registry, n: int) -> list[str]:

@@ -15,6 +15,7 @@ import re
 import time
 
 import pytest
+
 from hermes_procs.core import redact as R
 
 MB = 1 << 20

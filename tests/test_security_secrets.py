@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from hermes_procs.core import envsafe, secretwords
 from hermes_procs.core import redact as redact_mod
 from hermes_procs.core.redact import redact

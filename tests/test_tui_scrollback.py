@@ -151,8 +151,8 @@ async def test_the_alternate_screen_has_no_scrollback_and_says_so(registry, tmp_
 
 
 async def test_the_history_keeps_its_colours_and_drops_other_escapes(registry):
-    sid = spawn(registry, "for i in $(seq 1 100); do printf '\\033[31mred %s\\033[0m \\033]0;title\\007plain\\n' $i; done; "
-                          "exec cat")
+    sid = spawn(registry, "for i in $(seq 1 100); do "
+                          "printf '\\033[31mred %s\\033[0m \\033]0;title\\007plain\\n' $i; done; exec cat")
     app = PaneApp(registry, sid)
     async with app.run_test(size=(80, 24)) as pilot:
         pane = app.query_one(TerminalPane)

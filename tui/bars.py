@@ -18,7 +18,7 @@ from textual.widget import Widget
 from .jobs_table import fmt_duration, short_id
 from .sampler import JobRow
 
-__all__ = ["TopBar", "DetailTitle", "one_line"]
+__all__ = ["DetailTitle", "TopBar", "one_line"]
 
 
 def one_line(s: str) -> str:

@@ -79,7 +79,8 @@ class KillScreen(ModalScreen[dict | None]):
             yield Label("Kill this job?", classes="title")
             yield Static(Text.assemble(("name     ", "dim"), self.job.name or "-"))
             yield Static(Text.assemble(("command  ", "dim"), self.job.command))
-            yield Static(Text.assemble(("id       ", "dim"), self.job.session_id, ("   pid ", "dim"), str(self.job.pid or "-")))
+            yield Static(Text.assemble(("id       ", "dim"), self.job.session_id,
+                                       ("   pid ", "dim"), str(self.job.pid or "-")))
             yield Static("Its whole process tree gets SIGTERM, then SIGKILL after the grace period.", id="kill-status")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel (n)", id="cancel", compact=True)

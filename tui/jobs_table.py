@@ -7,22 +7,22 @@ gone (or filtered out) and calls ``update_cell`` only for the cells whose text c
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import on
-from textual.cache import LRUCache
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
 from .sampler import JobRow
 
-__all__ = ["JobsTable", "SORTS", "fmt_duration", "fmt_bytes", "short_id"]
+__all__ = ["SORTS", "JobsTable", "fmt_bytes", "fmt_duration", "short_id"]
 
 SORTS = ("newest", "oldest", "cpu", "memory", "quiet", "status", "name")
 
@@ -257,7 +257,7 @@ class JobsTable(DataTable):
                 self.add_row(*values, key=sid)
                 changed_order = True
             else:
-                for col, new, prev in zip(COLUMNS[1:], cells[1:], old[1:]):
+                for col, new, prev in zip(COLUMNS[1:], cells[1:], old[1:], strict=True):
                     if _differs(new, prev):
                         value = Text.from_markup(new) if col.key == "flags" else new
                         self.update_cell(sid, col.key, value)

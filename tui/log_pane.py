@@ -48,15 +48,15 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
-from textual.worker import get_current_worker
 from textual.strip import Strip
+from textual.worker import get_current_worker
 
 from hermes_procs.core import logstore, timeline
+from hermes_procs.core.text import collapse_cr, strip_ansi
 
 from .config import HighlightRule
 from .log_filter import FilterProgress, FilterRow, filter_log
 from .log_times import GUTTER, TimeJumpScreen, gutter_text
-from hermes_procs.core.text import collapse_cr, strip_ansi
 
 __all__ = ["LogPane", "LogReader", "render_raw_line"]
 
@@ -146,15 +146,15 @@ class LogReader(threading.Thread):
     CALM_RATE = 1 << 20  # bytes/s: slower than this, a big backlog gets indexed
     TAIL_BYTES = 256 << 10
 
-    def __init__(self, pane: "LogPane", jobdir: Path, generation: int, running: bool = True) -> None:
+    def __init__(self, pane: LogPane, jobdir: Path, generation: int, running: bool = True) -> None:
         super().__init__(name=f"log-reader-{jobdir.name}", daemon=True)
         self.pane = pane
         self.jobdir = Path(jobdir)
         self.generation = generation
         self.running = running
         self._req: _Request | None = None
-        self._searches: "queue.SimpleQueue[tuple[str, int, bool]]" = queue.SimpleQueue()
-        self._jumps: "queue.SimpleQueue[float]" = queue.SimpleQueue()
+        self._searches: queue.SimpleQueue[tuple[str, int, bool]] = queue.SimpleQueue()
+        self._jumps: queue.SimpleQueue[float] = queue.SimpleQueue()
         self.times = False  # look up when each served line arrived (the pane shows them)
         self._tail_starts: list[int] = []  # absolute offsets of the last tail lines read
         self._wake = threading.Event()
@@ -202,7 +202,8 @@ class LogReader(threading.Thread):
             self._run()
             self._drop_snapshot()
         except Exception as exc:  # never take the app down; show it in the pane
-            self._post(LogPane.Lines(generation=self.generation, first=0, lines=[f"[log reader failed: {exc}]".encode()],
+            failed = [f"[log reader failed: {exc}]".encode()]
+            self._post(LogPane.Lines(generation=self.generation, first=0, lines=failed,
                                      total=1, follow=True, tail=False))
 
     def _run(self) -> None:
@@ -511,7 +512,8 @@ class LogPane(ScrollView, can_focus=True):
         Binding("pageup", "page_up", "Page up", show=False, tooltip="scroll (stops following)"),
         Binding("pagedown", "page_down", "Page down", show=False, tooltip="scroll (stops following)"),
         Binding("home", "scroll_home", "Top", show=False, tooltip="the first line (stops following)"),
-        Binding("end", "follow", "Follow", show=False, id="follow", tooltip="jump to the end and follow the output again"),
+        Binding("end", "follow", "Follow", show=False, id="follow",
+                tooltip="jump to the end and follow the output again"),
         Binding("v", "select_lines", "Select", show=False, id="select_lines",
                 tooltip="select lines: ↑ ↓ PgUp PgDn extend, y copies, Esc cancels (or drag the mouse)"),
         Binding("y", "copy_selection", "Copy", show=False, id="copy_selection",
@@ -577,7 +579,7 @@ class LogPane(ScrollView, can_focus=True):
     class Status(Message):
         """Follow state or search result changed (for the app's status line)."""
 
-        def __init__(self, pane: "LogPane", text: str) -> None:
+        def __init__(self, pane: LogPane, text: str) -> None:
             super().__init__()
             self.pane = pane
             self.text = text

@@ -34,8 +34,18 @@ from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
 from .log_export import save_log, selected_text
 from .log_pane import LogPane
-from .messages import (ActionFailed, Copied, InputSent, JobAlreadyExited, JobRerun, JobStarted, LogSaved,
-                       SendMode, SignalSent, WaitingForInput)
+from .messages import (
+    ActionFailed,
+    Copied,
+    InputSent,
+    JobAlreadyExited,
+    JobRerun,
+    JobStarted,
+    LogSaved,
+    SendMode,
+    SignalSent,
+    WaitingForInput,
+)
 from .notify import alert
 from .proc_tree import TreeScreen
 from .sampler import JobRow, Sampler, SnapshotData
@@ -80,9 +90,11 @@ class MainScreen(Screen):
                 tooltip="show one host's jobs: every host, this machine, each remote host", id="cycle_host"),
         Binding("o", "cycle_sort", "Sort",
                 tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name", id="cycle_sort"),
-        Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command", id="copy_command"),
+        Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command",
+                id="copy_command"),
         Binding("C", "copy_id", "Copy id", show=False, tooltip="copy the selected job's id", id="copy_id"),
-        Binding("l", "focus_log", "Log", show=False, tooltip="focus the log pane (or the terminal pane)", id="focus_log"),
+        Binding("l", "focus_log", "Log", show=False, tooltip="focus the log pane (or the terminal pane)",
+                id="focus_log"),
         Binding("a,ctrl+t", "full_attach", "Attach", show=False,
                 tooltip="full-screen attach of a running job (detach with Ctrl-])", id="full_attach"),
         Binding("ctrl+f", "find_in_log", "Find in log", show=False, tooltip="find text in the log", id="find_in_log"),

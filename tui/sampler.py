@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from textual.message import Message
 
@@ -188,7 +189,9 @@ class Sampler(threading.Thread):
             jobs = []
             error = f"listing jobs failed: {exc}"
         if not isinstance(jobs, list):
-            error = (jobs or {}).get("error", "listing jobs failed") if isinstance(jobs, dict) else "listing jobs failed"
+            error = "listing jobs failed"
+            if isinstance(jobs, dict):
+                error = jobs.get("error", error)
             jobs = []
         rows = [self._row(job, order) for order, job in enumerate(jobs)]
         trend = self._trends.add(next((r for r in rows if r.session_id == selected), None) if selected else None, now)
