@@ -644,3 +644,18 @@ async def test_input_bar_only_for_running_jobs_and_table_height(registry):
         live = spawn(registry, "sleep 30", name="live")
         await select(pilot, app, live, indexed=False)
         await until(pilot, lambda: app.query_one("#input").display, what="input bar for a running job")
+
+
+async def test_a_three_digit_exit_code_keeps_a_gap_before_the_next_column(registry):
+    """" exited 137" filled the 11-cell STATUS column: the PID (or TIME) touched it."""
+    sid = spawn(registry, "exit 137", name="oom")
+    registry.wait(sid, timeout=10)
+    for size in ((120, 30), (90, 30)):  # PID follows STATUS when wide, TIME when narrow
+        app = make_app(registry)
+        async with app.run_test(size=size) as pilot:
+            table = app.query_one(JobsTable)
+            await until(pilot, lambda: sid in table.rows_by_id, what="listed")  # noqa: B023 - runs within the iteration
+            await pilot.pause(0.2)
+            lines = ["".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height)]
+            row = next(line for line in lines if "exited 137" in line)
+            assert "exited 137 " in row, row

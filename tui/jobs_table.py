@@ -94,7 +94,7 @@ COLUMNS = (
     _Col("id", "ID", 7),
     _Col("flags", "", 3),
     _Col("name", "NAME / COMMAND", 20),
-    _Col("status", " STATUS", 11),
+    _Col("status", " STATUS", 12),  # " exited 137" and a gap
     _Col("pid", "PID", 8, wide_only=True),
     _Col("started", "STARTED", 9, wide_only=True),
     _Col("time", "TIME", 6),
