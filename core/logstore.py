@@ -347,12 +347,12 @@ class LineIndex:
         new = [(s.ino, s.size) for s in layout.segs]
         if len(new) < len(self._files):
             return False
-        for (ino, size), (nino, nsize) in zip(self._files, new[:len(self._files)], strict=True):
+        for (ino, size), (nino, nsize) in zip(self._files, new[:len(self._files)]):
             if ino != nino or nsize < size:
                 return False
         # an older segment may not grow once a newer one exists (offsets would shift)
         k = max(0, len(self._files) - 1)
-        older = zip(self._files[:k], new[:k], strict=True)
+        older = zip(self._files[:k], new[:k])
         return all(nsize == size for (_ino, size), (_nino, nsize) in older)
 
     def _rotation_in_flight(self, layout: _Layout) -> bool:

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from . import proctree, stats
 
 MAX_COMMAND = 300  # characters of a command line kept in a row
+Row = dict[str, Any]  # one process: the keys listed above
 
 
 def boot_time() -> float:
@@ -58,15 +60,15 @@ class ProcessRows:
 
     def __init__(self) -> None:
         self._cpu = stats.CpuMeter()
-        self._keys: set = set()  # the CpuMeter keys ("pid:ticks") used so far
+        self._keys: set[str] = set()  # the CpuMeter keys ("pid:ticks") used so far
         self._boot = boot_time()
         self._lock = threading.Lock()  # one registry serves several threads (the dashboard's workers)
 
-    def rows(self, members: dict[int, int], stdin_target: str | None) -> list[dict]:
+    def rows(self, members: dict[int, int], stdin_target: str | None) -> list[Row]:
         """Rows for `members` (pid -> start ticks) in tree order; a process gone or recycled
         since the scan is left out. `stdin_target`: what the job's stdin is (stats.fd_target of
         its root's fd 0), for `awaiting_input`."""
-        found: dict[int, dict] = {}
+        found: dict[int, Row] = {}
         with self._lock:
             for pid, ticks in members.items():
                 row = self._row(pid, ticks, stdin_target)
@@ -75,7 +77,7 @@ class ProcessRows:
             self._forget()
         return _tree_order(found)
 
-    def _row(self, pid: int, ticks: int, stdin_target: str | None) -> dict | None:
+    def _row(self, pid: int, ticks: int, stdin_target: str | None) -> Row | None:
         fields = proctree.stat_fields(pid)
         if not fields or int(fields[19]) != ticks:
             return None
@@ -95,13 +97,13 @@ class ProcessRows:
         self._cpu.forget(self._keys)
 
 
-def _tree_order(rows: dict[int, dict]) -> list[dict]:
+def _tree_order(rows: dict[int, Row]) -> list[Row]:
     """Each row right after its parent (depth set), siblings by pid; the top rows are those whose
     parent is not a member (the supervisor, or a parent outside the job)."""
     kids: dict[int, list[int]] = {}
     for pid, row in rows.items():
         kids.setdefault(row["ppid"] if row["ppid"] in rows else 0, []).append(pid)
-    out: list[dict] = []
+    out: list[Row] = []
     stack = [(pid, 0) for pid in sorted(kids.get(0, []), reverse=True)]
     while stack:
         pid, depth = stack.pop()

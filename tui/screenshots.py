@@ -198,6 +198,7 @@ async def _tree_shot(pilot, app: HermesApp, reg: ProcessRegistry, select, save) 
     await pilot.press("p")
     await _until(pilot, lambda: isinstance(app.screen, TreeScreen))
     screen = app.screen
+    assert isinstance(screen, TreeScreen)
     await _until(pilot, lambda: len(screen.processes) >= 4 and any(p["awaiting_input"] for p in screen.processes))
     await pilot.pause(2.2)  # two more looks: CPU figures over a second, not since start
     save("tree.svg")
