@@ -94,11 +94,11 @@ def test_wait_sees_hermes_per_thread_interrupt(hermes, monkeypatch):
     """Hermes' `tools.interrupt.is_interrupted()` flag (per thread) stops a wait on that thread only."""
     import hermes_procs.core.compat as compat
 
-    flagged: set[int] = set()
+    flagged: set[threading.Thread] = set()  # thread objects: a finished thread's ident is reused
     tools = types.ModuleType("tools")
     tools.__path__ = []
     interrupt = types.ModuleType("tools.interrupt")
-    interrupt.is_interrupted = lambda: threading.get_ident() in flagged
+    interrupt.is_interrupted = lambda: threading.current_thread() in flagged
     monkeypatch.setitem(sys.modules, "tools", tools)
     monkeypatch.setitem(sys.modules, "tools.interrupt", interrupt)
     monkeypatch.setattr(compat, "_hermes_interrupt", None)
@@ -107,7 +107,7 @@ def test_wait_sees_hermes_per_thread_interrupt(hermes, monkeypatch):
 
     def waiter(name):
         if name == "flagged":
-            flagged.add(threading.get_ident())
+            flagged.add(threading.current_thread())
         results[name] = hermes.wait(session.id, timeout=0.5)["status"]
 
     threads = [threading.Thread(target=waiter, args=(n,)) for n in ("flagged", "other")]

@@ -49,7 +49,7 @@ class PaneApp(App):
         self.messages.append(message)
 
 
-async def until(predicate, timeout: float = 5.0):
+async def until(predicate, timeout: float = 20.0):  # a loaded 2-core machine; a hang still fails
     return await until_async(predicate, timeout)
 
 

@@ -105,6 +105,8 @@ def test_supervisor_killed_during_kill(registry, alive):
     wait_until(lambda: "got-term" in registry.read_log(sid)["output"])  # the kill is under way
     os.kill(_supervisor(registry, sid), signal.SIGKILL)
     killer.join(timeout=30)
-    assert results and results[0]["status"] == "killed", results
+    # killed by the registry's own fallback, or already gone when the fallback looked (its
+    # supervisor's death can end a pipe job first): never left running, never an exit code
+    assert results and results[0]["status"] in ("killed", "already_exited"), results
     assert results[0]["exit_code"] is None and results[0]["completion_reason"] == "lost"
     assert not alive(job["pid"])
