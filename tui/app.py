@@ -71,7 +71,7 @@ class HermesApp(App):
     def _remember_themes(self) -> None:
         """From now on (the configured theme is applied), a theme the user picks is kept."""
         path = self.config.path
-        if path is not None:
+        if path is not None and self.is_running:  # not when the app closes before its first refresh
             self.theme_changed_signal.subscribe(self, lambda theme: remember_theme(path, theme.name))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
