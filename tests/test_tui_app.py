@@ -505,7 +505,7 @@ async def test_flood_keeps_keys_responsive_and_repaints_bounded(registry):
         # the estimated line count is not pushed into the virtual size (a layout pass of the
         # whole screen) on every update: about once a second at most
         resizes = (pane.resizes - r0) / (time.monotonic() - t0)
-        assert resizes <= 2.5 and pane.updates - u0 > 3 * (pane.resizes - r0), (resizes, pane.updates - u0)
+        assert resizes <= 3.5 and pane.updates - u0 > 3 * (pane.resizes - r0), (resizes, pane.updates - u0)
         assert slowest < 5.0, slowest  # a key never waits behind the flood (latency: make bench)
         assert len(pane._strips) <= 600 and len(pane._raw) <= pane.size.height + 2
         assert pane.follow and pane.total > 1000
