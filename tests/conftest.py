@@ -108,3 +108,34 @@ def _no_stray_env(monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_REDACT", raising=False)
     # each test home's warm supervisor template (core/template.py) goes soon after its test
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")
+
+
+# ---- a real sshd on 127.0.0.1 (tests/sshd.py) for the remote-host tests ------------------
+
+@pytest.fixture(scope="module")
+def server():
+    """One sshd per test module; the tests that use it skip where sshd.available() says why."""
+    import shutil
+
+    import sshd
+
+    srv = sshd.start()
+    yield srv
+    srv.stop()
+    shutil.rmtree(srv.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def remote(server, monkeypatch):
+    """A RemoteRegistry over ssh with its own remote home (a folder of this machine); its
+    running jobs are killed afterwards."""
+    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
+    rhome = server.home_dir()
+    reg = ProcessRegistry(host=server.url(rhome))
+    reg.test_home = rhome
+    yield reg
+    rows = reg.list()
+    for job in rows if isinstance(rows, list) else []:
+        if job.get("status") == "running":
+            reg.kill(job["session_id"], grace=0.2)
+    reg.conn.close()

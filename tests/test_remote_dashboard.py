@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -29,26 +28,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90),
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = sshd_mod.start()
-    yield srv
-    srv.stop()
-    shutil.rmtree(srv.dir, ignore_errors=True)
-
-
-@pytest.fixture
-def remote(server, monkeypatch):
-    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
-    reg = ProcessRegistry(host=server.url(server.home_dir()))
-    yield reg
-    rows = reg.list()
-    for job in rows if isinstance(rows, list) else []:
-        if job.get("status") == "running":
-            reg.kill(job["session_id"], grace=0.2)
-    reg.conn.close()
 
 
 async def until(pilot, predicate, timeout: float = 20.0, what: str = ""):

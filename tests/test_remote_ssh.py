@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,28 +18,6 @@ from hermes_procs.core.remote import RemoteRegistry, connection, parse_host
 pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
 
 CLI = [sys.executable, "-m", "hermes_procs"]
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = sshd_mod.start()
-    yield srv
-    srv.stop()
-    shutil.rmtree(srv.dir, ignore_errors=True)
-
-
-@pytest.fixture
-def remote(server, tmp_path, monkeypatch):
-    """A RemoteRegistry over ssh with its own remote home (a folder of this machine)."""
-    monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
-    rhome = server.home_dir()
-    reg = ProcessRegistry(host=server.url(rhome))
-    reg.test_home = rhome
-    yield reg
-    for job in reg.list() if isinstance(reg.list(), list) else []:
-        if job.get("status") == "running":
-            reg.kill(job["session_id"], grace=0.2)
-    reg.conn.close()
 
 
 def cli(server, rhome, *args, input=None, timeout=60):
