@@ -23,6 +23,7 @@ import time
 HANGUP_AFTER = 0.2  # seconds between TERM and HUP for the root of a PTY job
 RESCAN_EVERY = 0.1  # during a kill's grace period, look for new members this often
 FREEZE_ROUNDS = 500  # SIGSTOP passes before giving up on a tree that keeps growing
+REREAD_PASSES = 8  # rounds of re-reading the members' children lists within one scan
 QUIET_SCANS = 3  # scans in a row that find nothing new before a tree counts as gone / frozen
 Reap = "Callable[[], None] | None"  # called while waiting, so a parent can collect its zombies
 
@@ -95,19 +96,33 @@ def members(known: dict[int, int], session: int | None = None, leader_ticks: int
         if _leader_matches(session, leader_ticks):  # not if the leader went while we looked
             seeds += in_session
     found: dict[int, int] = {}
+    dead: set[int] = set()
     stack = seeds
+    for _ in range(REREAD_PASSES):
+        _walk(stack, found, dead)
+        # A member that exits while we walk hands its children to its reaper, whose children
+        # list we may have read already (a fork bomb under a frozen supervisor escaped every
+        # scan that way): read the members' lists again until they hold nobody new.
+        stack = [kid for pid in list(found) for kid in children(pid) if kid not in found and kid not in dead]
+        if not stack:
+            break
+    return found
+
+
+def _walk(stack: list[int], found: dict[int, int], dead: set[int]) -> None:
+    """Add the live processes of `stack` and their descendants to `found` (zombies to `dead`)."""
     while stack:
         pid = stack.pop()
-        if pid in found:
+        if pid in found or pid in dead:
             continue
         fields = stat_fields(pid)
         if not fields or fields[0] in ("Z", "X"):
+            dead.add(pid)
             continue
         found[pid] = int(fields[19])
         kids = children(pid)
         if start_ticks(pid) == found[pid]:  # still the same parent after reading its children
             stack.extend(kids)
-    return found
 
 
 def children(pid: int) -> list[int]:

@@ -4,6 +4,8 @@ Each process forks a child and exits, so by the time a kill has listed the tree 
 it, a new pid has taken over. The kill must freeze the tree (SIGSTOP until it stops growing) and
 then SIGKILL it. Every process of the bomb holds the write end of a FIFO the test reads: the
 test sees end-of-file exactly when none of them is left, however fast the pids change.
+Every live bomb process also appends to a heartbeat file each millisecond: with the job's
+supervisor frozen, a kill that missed one is seen as a heartbeat that goes on.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from conftest import wait_until
 BOMB = """
 import os, signal, sys, time
 fifo = os.open(sys.argv[1], os.O_WRONLY)
+beat = os.open(sys.argv[1] + ".beat", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 if sys.argv[2] == "ignore-term":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("ready", flush=True)
 while time.time() < float(sys.argv[3]):
     time.sleep(0.001)
+    os.write(beat, b".")
     if os.fork():
         os._exit(0)
 """
@@ -75,25 +79,41 @@ def test_reforking_job_ignoring_term_is_killed(registry, bomb):
     wait_until(lambda: _all_gone(reader), timeout=10)
 
 
-@pytest.mark.xfail(strict=False, reason="known defect: with the supervisor frozen, about 1 run in 5 on a "
-                   "loaded 2-core machine leaves bomb processes the registry's own kill does not find "
-                   "(the bomb then ends by its 60 s lifetime); not yet found why")
-def test_reforking_job_is_killed_while_its_supervisor_is_stopped(registry, bomb):
+def test_reforking_job_is_killed_while_its_supervisor_is_stopped(registry, bomb, tmp_path):
     # the supervisor cannot answer: the registry kills the recorded tree itself
     start, reader = bomb
     sid = start("ignore-term")
-    supervisor = json.loads((registry.job_dir(sid) / "proc.json").read_text())["supervisor_pid"]
+    proc = json.loads((registry.job_dir(sid) / "proc.json").read_text())
+    supervisor, session = proc["supervisor_pid"], proc["pid"]
     os.kill(supervisor, signal.SIGSTOP)
     try:
         result = registry.kill(sid, grace=0.2)
-        if result["status"] == "error" and result.get("survivors"):
-            # Known limit (about 1 run in 10 on a loaded 2-core machine): with the supervisor
-            # frozen, a child forked just before the freeze can escape the last scan; the kill
-            # says so (survivors) and a second kill ends it.
-            result = registry.kill(sid, grace=0.2)
         assert result["status"] in ("killed", "already_exited"), result
         assert "does not answer" in result.get("note", ""), result
-        wait_until(lambda: _all_gone(reader), timeout=10)
+        beat = tmp_path / "alive.fifo.beat"
+        wait_until(lambda: _stays(beat, 0.3), timeout=10)  # not one bomb process still runs
+        assert _running_in_session(session) == []
+        wait_until(lambda: _all_gone(reader), timeout=10)  # none is left stopped either
     finally:
         os.kill(supervisor, signal.SIGCONT)
-        registry.kill(sid, grace=0.2)  # with its supervisor back, whatever escaped goes too
+
+
+def _stays(beat, seconds: float) -> bool:
+    """True when the heartbeat file does not grow for `seconds` (no bomb process runs)."""
+    size = beat.stat().st_size
+    time.sleep(seconds)
+    return beat.stat().st_size == size
+
+
+def _running_in_session(session: int) -> list[int]:
+    """Processes of the session that are not zombies (a frozen reaper cannot reap the dead)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == session and fields[0] not in ("Z", "X"):
+            found.append(int(name))
+    return found
