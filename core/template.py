@@ -60,7 +60,8 @@ def spawn(home, args: list[str], env: dict[str, str], umask: int) -> bytes | Non
             data = struct.pack("!I", len(data) - 4) + data[4:]
             fds = array.array("i", [report_w])
             sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-            sock.sendall(data[sent:])
+            if sent < len(data):  # never an empty send: the supervisor may have closed it already
+                sock.sendall(data[sent:])
         except OSError:
             os.close(report_r)
             return None

@@ -231,6 +231,15 @@ def test_each_spawn_gets_its_own_env_cwd_and_umask(registry, home, tmp_path, mon
     assert out_b == ["[]", "second", str(second_dir), f"{old:04o}"]
 
 
+def test_back_to_back_spawns_all_go_through_the_template(registry, home):
+    # The request used to end with an empty send: when the forked supervisor had already
+    # answered and closed the connection, it failed (EPIPE) and the spawn went cold (about 1
+    # spawn in 200 on a loaded machine).
+    _warm(registry, home)
+    jobs = [registry.spawn("true") for _ in range(150)]
+    assert [job["session_id"] for job in jobs if _cold(registry, job)] == []
+
+
 def test_template_exits_when_idle_or_its_socket_is_removed(registry, home, monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "2")
     tpl = _warm(registry, home)
