@@ -8,6 +8,8 @@ the numbers of socket requests with the same functions. A number out of range is
 Stdlib only and no package-relative imports: the supervisor imports this file as `bounds`.
 """
 
+from __future__ import annotations
+
 import math
 
 MAX_SECONDS = 366 * 86400.0  # a year: the longest max_runtime, kill grace or wait taken

@@ -14,6 +14,8 @@ until CHECK_EVERY seconds have passed, and reads /proc only when no output arriv
 previous check (a job that prints is neither waiting nor quiet).
 """
 
+from __future__ import annotations
+
 import os
 import time
 

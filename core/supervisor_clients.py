@@ -5,6 +5,8 @@ of descriptors. Requests are handed to Supervisor._dispatch.
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
+from __future__ import annotations
+
 import errno
 import json
 import os

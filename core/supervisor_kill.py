@@ -5,6 +5,8 @@ signalled (proctree's rule); a later kill with a shorter grace shortens the one 
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
+from __future__ import annotations
+
 import os
 import threading
 import time
@@ -44,7 +46,7 @@ class Killer:
         self.kill_thread = threading.Thread(target=self._kill_worker, daemon=True)
         self.kill_thread.start()
 
-    def _job_tree(self) -> "proctree.Tree":
+    def _job_tree(self) -> proctree.Tree:
         """The job's processes: the root (while it is unreaped, its session too) and everything
         below us, the subreaper every orphan of the job is re-parented to."""
         me = os.getpid()

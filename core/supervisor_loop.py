@@ -7,6 +7,8 @@ supervisor_kill.py (kill thread), supervisor_watch.py (watch patterns); wire.py 
 protocol's version and names shared with the client.
 """
 
+from __future__ import annotations
+
 import base64
 import errno
 import json

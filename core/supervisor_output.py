@@ -5,6 +5,8 @@ core/timeline.py), answer a PTY's terminal queries.
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
+from __future__ import annotations
+
 import mmap
 import os
 import threading

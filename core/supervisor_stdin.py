@@ -5,6 +5,8 @@ recorded in inputs.jsonl.
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re  # already loaded by json

@@ -4,6 +4,8 @@ rate limited (one per WATCH_INTERVAL, the rest counted) and at most WATCH_MAX pe
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
 
+from __future__ import annotations
+
 import time
 
 import bounds

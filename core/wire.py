@@ -5,6 +5,8 @@ path; stdlib only, no package-relative imports) and the client as `hermes_procs.
 (core/protocol.py). docs/internals.md describes the protocol.
 """
 
+from __future__ import annotations
+
 VERSION = 1  # every reply carries it as "v"; a client meeting a newer one says so
 
 # ops (the "op" of a request)
