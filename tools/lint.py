@@ -5,10 +5,16 @@ The installed package maps `hermes_procs.core`, `.cli` and `.tui` onto the top-l
 core/, cli/ and tui/. import-linter (grimp) and mypy find packages by walking folders, so they
 run on a copy laid out as the installed package (build/lint/hermes_procs/{core,cli,tui}); the
 paths in what they report are mapped back to the real files. Exits non-zero when any fails.
+
+The supervisor runs as a script (`python -I -S core/supervisor.py`) and imports its siblings by
+plain name (`import wire`). For mypy, build/lint/plain holds one stub per such sibling that
+re-exports the package module (`wire.pyi`: `from hermes_procs.core.wire import ...`), so both
+spellings are checked as the same code.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -18,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "build" / "lint"
 PACKAGE = TREE / "hermes_procs"
+PLAIN = TREE / "plain"
 SUBPACKAGES = ("core", "cli", "tui")
 
 
@@ -27,6 +34,45 @@ def build_tree() -> None:
     shutil.copytree(ROOT / "hermes_procs", PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
     for name in SUBPACKAGES:
         shutil.copytree(ROOT / name, PACKAGE / name, ignore=shutil.ignore_patterns("__pycache__"))
+    write_plain_stubs()
+
+
+def _top_level_names(body: list[ast.stmt]) -> list[str]:
+    """The names a module's own statements define (not the ones it imports), in order."""
+    names: list[str] = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+        elif isinstance(node, (ast.If, ast.Try)):
+            names += _top_level_names(node.body) + _top_level_names(node.orelse)
+    return list(dict.fromkeys(names))
+
+
+def _plain_imports(tree: ast.Module, siblings: set[str]) -> set[str]:
+    """The core modules a file imports by plain name (`import wire`, `from bounds import x`)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in siblings)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in siblings:
+            found.add(node.module)
+    return found
+
+
+def write_plain_stubs() -> None:
+    """build/lint/plain/NAME.pyi for every core module imported by plain name (see the top)."""
+    PLAIN.mkdir(parents=True)
+    trees = {path.stem: ast.parse(path.read_text(), str(path)) for path in (ROOT / "core").glob("*.py")}
+    plain: set[str] = set()
+    for tree in trees.values():
+        plain |= _plain_imports(tree, set(trees))
+    for name in sorted(plain):
+        exports = ", ".join(f"{n} as {n}" for n in _top_level_names(trees[name].body))
+        (PLAIN / f"{name}.pyi").write_text(f"from hermes_procs.core.{name} import {exports}\n" if exports else "")
 
 
 def run(title: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> bool:
@@ -54,7 +100,8 @@ def main() -> int:
         # from the copy's folder: lint-imports puts its working folder first on sys.path
         "import-linter": lambda: run("import-linter", [str(bin_dir / "lint-imports"), "--no-cache",
                                                        str(ROOT / "pyproject.toml")], env, cwd=TREE),
-        "mypy": lambda: run("mypy", [sys.executable, "-m", "mypy", "build/lint/hermes_procs"], env),
+        "mypy": lambda: run("mypy", [sys.executable, "-m", "mypy", "build/lint/hermes_procs"],
+                            dict(env, MYPYPATH=str(PLAIN))),
     }
     chosen = sys.argv[1:] or list(tools)
     unknown = [name for name in chosen if name not in tools]
