@@ -89,21 +89,37 @@ def _result(result: dict) -> CallToolResult:
     )
 
 
+_READ_ONLY = ("process_list", "process_poll", "process_log", "process_wait", "process_screen", "process_search")
+
+
 def build_server(home: str | None = None, registry=None) -> MCPServer:
     """An MCPServer with the process tools over ``registry`` (default: one over ``home``)."""
     if registry is None:
         from .registry import ProcessRegistry
 
         registry = ProcessRegistry(home=home)
-    reg = registry
-
-    def call(args: dict, task_id: str | None = None) -> CallToolResult:
-        args = {k: v for k, v in args.items() if v is not None}
-        return _result(run_action(args, reg, task_id=task_id))
-
+    tools = _Tools(registry)
     server = MCPServer(name="hermes-procs", instructions=INSTRUCTIONS, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+    for name in TOOL_NAMES:
+        server.add_tool(getattr(tools, name), name=name, annotations=read_only if name in _READ_ONLY else None)
+    return server
+
+
+class _Tools:
+    """The MCP tools over one registry: one method a tool, named as the tool (TOOL_NAMES). Each
+    method's parameters are the tool's input schema and its docstring the tool's description;
+    every call goes through :func:`run_action` (the agent tool's checks and results)."""
+
+    def __init__(self, registry) -> None:
+        self._registry = registry
+
+    def _call(self, args: dict, task_id: str | None = None) -> CallToolResult:
+        args = {k: v for k, v in args.items() if v is not None}
+        return _result(run_action(args, self._registry, task_id=task_id))
 
     def process_start(
+        self,
         command: Annotated[str, Field(description="The shell command to run (bash -c), e.g. 'make test'.")],
         pty: Annotated[bool, Field(description="Run in a pseudo-terminal: for REPLs and programs that "
                                                "prompt on a terminal.")] = False,
@@ -124,23 +140,25 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         host: HostArg = None,
     ) -> Result:
         """Start a background job; returns its session_id and pid (status 'running')."""
-        return call({"host": host, "action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
-                     "notify_on_complete": notify_on_complete, "watch_patterns": watch_patterns,
-                     "max_runtime": max_runtime, "env": env, "quiet_after": quiet_after}, task_id=task_id or None)
+        return self._call({"host": host, "action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
+                           "notify_on_complete": notify_on_complete, "watch_patterns": watch_patterns,
+                           "max_runtime": max_runtime, "env": env, "quiet_after": quiet_after}, task_id=task_id or None)
 
     def process_list(
+        self,
         task_id: Annotated[str | None, Field(description="Only the jobs started with this task_id.")] = None,
         host: HostArg = None,
     ) -> Result:
         """List jobs, newest first: {"processes": [{session_id, name, command, status, pid, ...}]}."""
-        return call({"host": host, "action": "list"}, task_id=task_id or None)
+        return self._call({"host": host, "action": "list"}, task_id=task_id or None)
 
-    def process_poll(session_id: SessionId, host: HostArg = None) -> Result:
+    def process_poll(self, session_id: SessionId, host: HostArg = None) -> Result:
         """Status of a job ('running' or 'exited') with the last 1000 characters of output; when exited also
         exit_code, completion_reason (exited, killed, timed_out, lost) and signal."""
-        return call({"host": host, "action": "poll", "session_id": session_id})
+        return self._call({"host": host, "action": "poll", "session_id": session_id})
 
     def process_log(
+        self,
         session_id: SessionId,
         offset: Annotated[int | None, Field(ge=0, description="First line to return (0 = the first line). "
                                                               "Omit for the last `limit` lines.")] = None,
@@ -151,10 +169,11 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
         host: HostArg = None,
     ) -> Result:
         """Output lines of a job (ANSI stripped) with total_lines, so a long log can be paged."""
-        return call({"host": host, "action": "log", "session_id": session_id, "offset": offset, "limit": limit,
-                     "since": since})
+        return self._call({"host": host, "action": "log", "session_id": session_id, "offset": offset, "limit": limit,
+                           "since": since})
 
     def process_wait(
+        self,
         session_id: SessionId,
         timeout: Annotated[float | None, Field(description="Seconds to wait at most; clamped to the server's "
                                                            "maximum (default 180).")] = None,
@@ -165,44 +184,49 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
     ) -> Result:
         """Block until the job exits, or until the `until` condition holds, or the timeout passes. `reason`
         says why: exited, awaiting_input, quiet, matched (with `matched`), port_open, timeout."""
-        return call({"host": host, "action": "wait", "session_id": session_id, "timeout": timeout, "until": until})
+        return self._call({"host": host, "action": "wait", "session_id": session_id, "timeout": timeout,
+                           "until": until})
 
     def process_kill(
+        self,
         session_id: SessionId,
         grace: Annotated[float | None, Field(ge=0, description="Seconds between SIGTERM and SIGKILL "
                                                                "(default 3).")] = None,
         host: HostArg = None,
     ) -> Result:
         """Kill the job's whole process tree (SIGTERM, then SIGKILL after the grace period)."""
-        return call({"host": host, "action": "kill", "session_id": session_id, "grace": grace})
+        return self._call({"host": host, "action": "kill", "session_id": session_id, "grace": grace})
 
     def process_write(
+        self,
         session_id: SessionId,
         data: Annotated[str, Field(description="Text sent to the job's stdin exactly as given (no Enter).")],
         host: HostArg = None,
     ) -> Result:
         """Send raw text to the job's stdin without pressing Enter."""
-        return call({"host": host, "action": "write", "session_id": session_id, "data": data})
+        return self._call({"host": host, "action": "write", "session_id": session_id, "data": data})
 
     def process_submit(
+        self,
         session_id: SessionId,
         data: Annotated[str, Field(description="The line to type before Enter (empty: just press "
                                                "Enter).")] = "",
         host: HostArg = None,
     ) -> Result:
         """Type a line into the job and press Enter (answers prompts, runs REPL statements)."""
-        return call({"host": host, "action": "submit", "session_id": session_id, "data": data})
+        return self._call({"host": host, "action": "submit", "session_id": session_id, "data": data})
 
-    def process_close(session_id: SessionId, host: HostArg = None) -> Result:
+    def process_close(self, session_id: SessionId, host: HostArg = None) -> Result:
         """Close the job's stdin (EOF; Ctrl-D for a pty job)."""
-        return call({"host": host, "action": "close", "session_id": session_id})
+        return self._call({"host": host, "action": "close", "session_id": session_id})
 
-    def process_screen(session_id: SessionId, host: HostArg = None) -> Result:
+    def process_screen(self, session_id: SessionId, host: HostArg = None) -> Result:
         """The terminal screen of a pty job as text: rows, cols, lines, cursor [row, col], alternate_screen.
         For full-screen programs (installers, REPLs, top, vim) whose log is mostly escape codes."""
-        return call({"host": host, "action": "screen", "session_id": session_id})
+        return self._call({"host": host, "action": "screen", "session_id": session_id})
 
     def process_search(
+        self,
         pattern: Annotated[str, Field(description="A regular expression (Python syntax) matched against each "
                                                   "log line.")],
         session_id: Annotated[str | None, Field(description="The job to search; omit to search every job "
@@ -214,21 +238,13 @@ def build_server(home: str | None = None, registry=None) -> MCPServer:
     ) -> Result:
         """Search whole job logs: {"matches": [{session_id, line_no, line, before, after}], "total"}; line_no
         is the offset to pass to process_log."""
-        return call({"host": host, "action": "search", "session_id": _coerce_id(session_id), "pattern": pattern,
-                     "context": context, "limit": limit, "all": not task_id}, task_id=task_id or None)
+        return self._call({"host": host, "action": "search", "session_id": _coerce_id(session_id), "pattern": pattern,
+                           "context": context, "limit": limit, "all": not task_id}, task_id=task_id or None)
 
-    def process_restart(session_id: SessionId, host: HostArg = None) -> Result:
+    def process_restart(self, session_id: SessionId, host: HostArg = None) -> Result:
         """Run a job's command again (same cwd, env, pty and options) as a new job whose rerun_of is the old
         id; a job still running is killed first. The old job keeps its log."""
-        return call({"host": host, "action": "restart", "session_id": session_id})
-
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
-    for fn in (process_start, process_list, process_poll, process_log, process_wait, process_kill,
-               process_write, process_submit, process_close, process_screen, process_search, process_restart):
-        annotations = read_only if fn.__name__ in ("process_list", "process_poll", "process_log",
-                                                    "process_wait", "process_screen", "process_search") else None
-        server.add_tool(fn, name=fn.__name__, annotations=annotations)
-    return server
+        return self._call({"host": host, "action": "restart", "session_id": session_id})
 
 
 def serve(home: str | None = None) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .paths import HomeError
@@ -228,32 +229,50 @@ _TYPE_NAMES = {str: "a string", bool: "true or false", int: "a whole number", fl
                list: "a list of strings", dict: "an object of string values"}
 
 
+def _as_bool(value: Any) -> tuple[bool, Any]:
+    return isinstance(value, bool), value
+
+
+def _as_int(value: Any) -> tuple[bool, Any]:
+    if isinstance(value, float) and value.is_integer():  # 3.0 from a JSON encoder that writes floats
+        value = int(value)
+    return isinstance(value, int) and not isinstance(value, bool), value
+
+
+def _as_float(value: Any) -> tuple[bool, Any]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool), value
+
+
+def _as_str(value: Any) -> tuple[bool, Any]:
+    return isinstance(value, str), value
+
+
+def _as_list(value: Any) -> tuple[bool, Any]:
+    if isinstance(value, str):  # one pattern given as a plain string
+        value = [value]
+    return isinstance(value, list) and all(isinstance(v, str) for v in value), value
+
+
+def _as_dict_of_str(value: Any) -> tuple[bool, Any]:
+    if not (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
+        return False, value
+    return True, {k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+                  for k, v in value.items()}
+
+
+# how _get checks (and gently converts) a value of each kind: (ok, value)
+_CHECKERS: dict[type, Callable[[Any], tuple[bool, Any]]] = {
+    bool: _as_bool, int: _as_int, float: _as_float, str: _as_str, list: _as_list, dict: _as_dict_of_str}
+
+
 def _get(args: dict, name: str, kind: type, *, required: bool = False, default: Any = None) -> Any:
+    """Argument `name` checked to be of `kind` (see _CHECKERS); `default` when absent or null."""
     value = args.get(name, _MISSING)
     if value is _MISSING or value is None:
         if required:
             raise _ArgError(f"missing required argument '{name}'")
         return default
-    ok = True
-    if kind is bool:
-        ok = isinstance(value, bool)
-    elif kind is int:
-        if isinstance(value, float) and not isinstance(value, bool) and value.is_integer():
-            value = int(value)
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif kind is str:
-        ok = isinstance(value, str)
-    elif kind is list:
-        if isinstance(value, str):  # one pattern given as a plain string
-            value = [value]
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-    elif kind is dict:
-        ok = isinstance(value, dict) and all(isinstance(k, str) for k in value)
-        if ok:
-            value = {k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)
-                     for k, v in value.items()}
+    ok, value = _CHECKERS[kind](value)
     if not ok:
         raise _ArgError(f"argument '{name}' must be {_TYPE_NAMES[kind]}, not {_describe(value)}")
     return value
@@ -303,6 +322,20 @@ def handle_process(args: Any, registry=None, task_id: str | None = None) -> str:
 
 
 def _dispatch(args: Any, registry, task_id: str | None) -> dict:
+    """Check the call's shape and action, pick the registry (``host``), run the action's handler."""
+    args = _parse_args(args)
+    action = _action(args)
+    if task_id is not None and not isinstance(task_id, str):
+        task_id = str(task_id)
+    reg = registry if registry is not None else default_registry()
+    host = _get(args, "host", str)
+    if host:
+        reg = _host_registry(host)
+    return _HANDLERS[action](reg, args, task_id)
+
+
+def _parse_args(args: Any) -> dict:
+    """The call's arguments as a dict (a JSON string is decoded; "" is no arguments)."""
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
@@ -310,6 +343,11 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
             raise _ArgError(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(args, dict):
         raise _ArgError(f"arguments must be an object with an 'action', not {_describe(args)}")
+    return args
+
+
+def _action(args: dict) -> str:
+    """The ``action`` argument, normalised (trimmed, lower case) and checked against ACTIONS."""
     action = args.get("action")
     valid = ", ".join(ACTIONS)
     if action is None or action == "":
@@ -319,75 +357,99 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
     action = action.strip().lower()
     if action not in ACTIONS:
         raise _ArgError(f"unknown action {args.get('action')!r}; valid actions: {valid}")
-    if task_id is not None and not isinstance(task_id, str):
-        task_id = str(task_id)
-    reg = registry if registry is not None else default_registry()
-    host = _get(args, "host", str)
-    if host:
-        reg = _host_registry(host)
+    return action
 
-    if action == "start":
-        command = _get(args, "command", str, required=True)
-        if not command.strip():
-            raise _ArgError("argument 'command' must not be empty")
-        kwargs = {
-            "cwd": _get(args, "cwd", str),
-            "pty": _get(args, "pty", bool, default=False),
-            "name": _get(args, "name", str),
-            "notify_on_complete": _get(args, "notify_on_complete", bool, default=False),
-            "watch_patterns": _get(args, "watch_patterns", list),
-            "env": _get(args, "env", dict),
-            "task_id": task_id or "",
-        }
-        if args.get("quiet_after") is not None:
-            kwargs["quiet_after"] = args["quiet_after"]  # validated by the registry (error dict)
-        max_runtime = args.get("max_runtime")
-        if max_runtime is not None:
-            kwargs["max_runtime"] = max_runtime  # validated by the registry (error dict)
-        return _as_dict(reg.spawn(command, **kwargs))
 
-    if action == "search":
-        pattern = _get(args, "pattern", str, required=True)
-        scope = None if _get(args, "all", bool, default=False) else task_id
-        one = _session_id(args) if args.get("session_id") not in (None, "") else None
-        return _as_dict(reg.search(one, pattern, context=_get(args, "context", int, default=2),
-                                   limit=_get(args, "limit", int, default=50), task_id=scope))
+# ---------------------------------------------------------------------------------------------
+# the actions: one handler each, (registry, args, task_id) -> result dict
+# ---------------------------------------------------------------------------------------------
+def _start(reg, args: dict, task_id: str | None) -> dict:
+    command = _get(args, "command", str, required=True)
+    if not command.strip():
+        raise _ArgError("argument 'command' must not be empty")
+    kwargs = {
+        "cwd": _get(args, "cwd", str),
+        "pty": _get(args, "pty", bool, default=False),
+        "name": _get(args, "name", str),
+        "notify_on_complete": _get(args, "notify_on_complete", bool, default=False),
+        "watch_patterns": _get(args, "watch_patterns", list),
+        "env": _get(args, "env", dict),
+        "task_id": task_id or "",
+    }
+    for passed_on in ("quiet_after", "max_runtime"):  # validated by the registry (error dict)
+        if args.get(passed_on) is not None:
+            kwargs[passed_on] = args[passed_on]
+    return _as_dict(reg.spawn(command, **kwargs))
 
-    if action == "list":
-        show_all = _get(args, "all", bool, default=False)
-        rows = reg.list(task_id=None if show_all or not task_id else task_id)
-        if isinstance(rows, dict):  # an error dict
-            return rows
-        return {"processes": list(rows)}
 
+def _search(reg, args: dict, task_id: str | None) -> dict:
+    pattern = _get(args, "pattern", str, required=True)
+    scope = None if _get(args, "all", bool, default=False) else task_id
+    one = _session_id(args) if args.get("session_id") not in (None, "") else None
+    return _as_dict(reg.search(one, pattern, context=_get(args, "context", int, default=2),
+                               limit=_get(args, "limit", int, default=50), task_id=scope))
+
+
+def _list(reg, args: dict, task_id: str | None) -> dict:
+    show_all = _get(args, "all", bool, default=False)
+    rows = reg.list(task_id=None if show_all or not task_id else task_id)
+    if isinstance(rows, dict):  # an error dict
+        return rows
+    return {"processes": list(rows)}
+
+
+def _poll(reg, args: dict, task_id: str | None) -> dict:
+    return _as_dict(reg.poll(_session_id(args)))
+
+
+def _log(reg, args: dict, task_id: str | None) -> dict:
     session_id = _session_id(args)
-    if action == "poll":
-        return _as_dict(reg.poll(session_id))
-    if action == "log":
-        offset = _get(args, "offset", int)
-        limit = _get(args, "limit", int, default=200)
-        since = args.get("since")  # a number or a string: validated by the registry (error dict)
-        if since is None:
-            return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
-        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, since=since))
-    if action == "wait":
-        return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float),
-                                 until=_get(args, "until", str, default="exit")))
-    if action == "kill":
-        return _as_dict(reg.kill(session_id, grace=_get(args, "grace", float)))
-    if action == "write":
-        data = _get(args, "data", str, required=True)
-        return _as_dict(reg.write(session_id, data))
-    if action == "submit":
-        data = _get(args, "data", str, default="")
-        return _as_dict(reg.submit(session_id, data))
-    if action == "close":
-        return _as_dict(reg.close_stdin(session_id))
-    if action == "screen":
-        return _as_dict(reg.screen(session_id))
-    if action == "restart":
-        return _as_dict(reg.restart(session_id))
-    raise _ArgError(f"unknown action {action!r}; valid actions: {valid}")  # pragma: no cover
+    offset = _get(args, "offset", int)
+    limit = _get(args, "limit", int, default=200)
+    since = args.get("since")  # a number or a string: validated by the registry (error dict)
+    if since is None:
+        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
+    return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, since=since))
+
+
+def _wait(reg, args: dict, task_id: str | None) -> dict:
+    session_id = _session_id(args)
+    return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float),
+                             until=_get(args, "until", str, default="exit")))
+
+
+def _kill(reg, args: dict, task_id: str | None) -> dict:
+    session_id = _session_id(args)
+    return _as_dict(reg.kill(session_id, grace=_get(args, "grace", float)))
+
+
+def _write(reg, args: dict, task_id: str | None) -> dict:
+    session_id = _session_id(args)
+    return _as_dict(reg.write(session_id, _get(args, "data", str, required=True)))
+
+
+def _submit(reg, args: dict, task_id: str | None) -> dict:
+    session_id = _session_id(args)
+    return _as_dict(reg.submit(session_id, _get(args, "data", str, default="")))
+
+
+def _close(reg, args: dict, task_id: str | None) -> dict:
+    return _as_dict(reg.close_stdin(_session_id(args)))
+
+
+def _screen(reg, args: dict, task_id: str | None) -> dict:
+    return _as_dict(reg.screen(_session_id(args)))
+
+
+def _restart(reg, args: dict, task_id: str | None) -> dict:
+    return _as_dict(reg.restart(_session_id(args)))
+
+
+_HANDLERS: dict[str, Callable[[Any, dict, str | None], dict]] = {
+    "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
+    "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
+    "restart": _restart,
+}
 
 
 def _as_dict(result: Any) -> dict:

@@ -34,6 +34,7 @@ def test_schema_shape():
     for trap in ("notify_on_complete", "watch_patterns", "Enter", "clamped", "offset", "tree"):
         assert trap in desc, trap
     json.dumps(PROCESS_TOOL_SCHEMA)
+    assert list(tool._HANDLERS) == list(ACTIONS)  # one handler an action, in the schema's order
 
 
 def test_start_wait_log_poll(registry):
