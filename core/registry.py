@@ -237,27 +237,16 @@ class ProcessRegistry:
 
     def _spawn_meta(self, command, cwd, env, pty, name, task_id, session_key, notify, watch, rows, cols,
                     max_runtime) -> dict:
-        if not isinstance(command, str) or not command.strip():
-            raise BadInput("command must be a non-empty string")
-        if "\0" in command:
-            raise BadInput("command must not contain NUL characters")
-        cwd = os.getcwd() if cwd in (None, "") else cwd
-        if not isinstance(cwd, (str, os.PathLike)) or "\0" in str(cwd):
-            raise BadInput(f"cwd must be a path, not {cwd!r}")
-        cwd = os.path.abspath(os.path.expanduser(str(cwd)))
-        if not os.path.isdir(cwd):
-            raise BadInput(f"Working directory does not exist: {cwd}")
-        if env is not None and not (isinstance(env, dict) and all(
-                isinstance(k, str) and k and "=" not in k and "\0" not in k + str(v) for k, v in env.items())):
-            raise BadInput("env must be a dict of variable names to values")
+        """The new job's meta.json, every argument checked (BadInput: one line on the first bad one)."""
+        _check_command(command)
+        cwd = _checked_cwd(cwd)
+        _check_env(env)
         terminal_size(rows, cols)
-        if watch is not None and not (isinstance(watch, list) and all(isinstance(p, str) and p for p in watch)):
-            raise BadInput("watch_patterns must be a list of non-empty strings")
+        if watch is not None:
+            _check_watch_patterns(watch)
         if max_runtime is not None:
             max_runtime = seconds(max_runtime, "max_runtime")
-        shell = shell_argv(command)[:-1]
-        if not shutil.which(shell[0]):
-            raise BadInput(f"Shell not found: {shell[0]} (set HERMES_PROCS_SHELL to a shell that exists)")
+        shell = _job_shell(command)
         return {"session_id": new_session_id(), "command": command, "cwd": cwd, "pty": bool(pty),
                 "name": str(name) if name else "", "task_id": str(task_id or ""),
                 "session_key": str(session_key or ""), "notify_on_complete": bool(notify),
@@ -739,8 +728,7 @@ class ProcessRegistry:
     @_safe
     def set_watch_patterns(self, session_id, patterns) -> dict:
         """Replace a running job's watch_patterns from now on (output already scanned stays)."""
-        if not (isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns)):
-            raise BadInput("watch_patterns must be a list of non-empty strings")
+        _check_watch_patterns(patterns)
         job = self._job(session_id)
         if not job.running:
             return self._already_exited(job)
@@ -880,6 +868,44 @@ def _pruned_left(stamp: Path) -> int:
     except OSError:
         return 0
     return int(text) if text.isdigit() else 0
+
+
+# ---- spawn's argument checks (BadInput: one line) ---------------------------------------
+def _check_command(command) -> None:
+    if not isinstance(command, str) or not command.strip():
+        raise BadInput("command must be a non-empty string")
+    if "\0" in command:
+        raise BadInput("command must not contain NUL characters")
+
+
+def _checked_cwd(cwd) -> str:
+    """The job's working directory as an absolute path (None or "": the current one); it must exist."""
+    cwd = os.getcwd() if cwd in (None, "") else cwd
+    if not isinstance(cwd, (str, os.PathLike)) or "\0" in str(cwd):
+        raise BadInput(f"cwd must be a path, not {cwd!r}")
+    cwd = os.path.abspath(os.path.expanduser(str(cwd)))
+    if not os.path.isdir(cwd):
+        raise BadInput(f"Working directory does not exist: {cwd}")
+    return cwd
+
+
+def _check_env(env) -> None:
+    if env is not None and not (isinstance(env, dict) and all(
+            isinstance(k, str) and k and "=" not in k and "\0" not in k + str(v) for k, v in env.items())):
+        raise BadInput("env must be a dict of variable names to values")
+
+
+def _check_watch_patterns(patterns) -> None:
+    if not (isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns)):
+        raise BadInput("watch_patterns must be a list of non-empty strings")
+
+
+def _job_shell(command: str) -> list[str]:
+    """The shell argv that runs `command` (without the command); the shell must exist."""
+    shell = shell_argv(command)[:-1]
+    if not shutil.which(shell[0]):
+        raise BadInput(f"Shell not found: {shell[0]} (set HERMES_PROCS_SHELL to a shell that exists)")
+    return shell
 
 
 def _rerun_meta(env, quiet_after, rerun_of) -> dict:

@@ -46,42 +46,58 @@ def _split(key: str) -> tuple[set[str], str]:
 def translate_key(key: str, character: str | None, modes: Modes | None = None) -> bytes | None:
     """Bytes for a Textual key (``event.key``, ``event.character``), or None when the key
     has no terminal meaning. ``modes`` comes from the engine (``VTEngine.modes``)."""
-    modes = modes or Modes()
-    mods, base = _split(key)
     if key == "shift+tab" or key == "backtab":
         return (CSI + "Z").encode()
-    m = 1 + sum(_MOD_BITS.get(x, 0) for x in mods)
-    if base in _CURSOR:
-        f = _CURSOR[base]
-        if m > 1:
-            return f"{CSI}1;{m}{f}".encode()
-        return ((SS3 if modes.app_cursor else CSI) + f).encode()
-    if base in _TILDE:
-        n = _TILDE[base]
-        return (f"{CSI}{n};{m}~" if m > 1 else f"{CSI}{n}~").encode()
-    if base in _PF:
-        return (f"{CSI}1;{m}{_PF[base]}" if m > 1 else SS3 + _PF[base]).encode()
+    mods, base = _split(key)
+    sequence = _function_key(mods, base, modes or Modes())
+    if sequence is not None:
+        return sequence.encode()
     alt = "alt" in mods or "meta" in mods
     prefix = ESC if alt else ""
-    if "ctrl" in mods:
-        if len(base) == 1 and base.isalpha():
-            return (prefix + chr(ord(base.lower()) - 96)).encode()
-        if base in _CTRL_PUNCT:
-            return (prefix + _CTRL_PUNCT[base]).encode()
-        if base == "backspace":
-            return (prefix + "\x08").encode()
-        if base in ("enter", "tab", "escape"):
-            return (prefix + _SIMPLE[base]).encode()
-    if base in _SIMPLE and not (mods - {"alt", "meta", "shift"}):
-        if base == "space":
-            return (prefix + " ").encode()
-        return (prefix + _SIMPLE[base]).encode()
-    if character and character.isprintable():
-        return (prefix + character).encode("utf-8")
-    if character and len(character) == 1 and ord(character) < 32:
-        return (prefix + character).encode()
+    text = _ctrl_char(base) if "ctrl" in mods else None
+    if text is None:
+        text = _typed_text(mods, base, character)
+    if text is not None:
+        return (prefix + text).encode("utf-8")
     if alt and len(base) == 1:
         return (ESC + base).encode()
+    return None
+
+
+def _function_key(mods: set[str], base: str, modes: Modes) -> str | None:
+    """Cursor, editing and F keys as CSI/SS3 sequences, modifiers as xterm's parameter (1 + bits)."""
+    m = 1 + sum(_MOD_BITS.get(x, 0) for x in mods)
+    if base in _CURSOR:
+        if m > 1:
+            return f"{CSI}1;{m}{_CURSOR[base]}"
+        return (SS3 if modes.app_cursor else CSI) + _CURSOR[base]
+    if base in _TILDE:
+        n = _TILDE[base]
+        return f"{CSI}{n};{m}~" if m > 1 else f"{CSI}{n}~"
+    if base in _PF:
+        return f"{CSI}1;{m}{_PF[base]}" if m > 1 else SS3 + _PF[base]
+    return None
+
+
+def _ctrl_char(base: str) -> str | None:
+    """The control character Ctrl+`base` sends (Ctrl-A is 0x01, Ctrl-Backspace 0x08, ...)."""
+    if len(base) == 1 and base.isalpha():
+        return chr(ord(base.lower()) - 96)
+    if base in _CTRL_PUNCT:
+        return _CTRL_PUNCT[base]
+    if base == "backspace":
+        return "\x08"
+    if base in ("enter", "tab", "escape"):
+        return _SIMPLE[base]
+    return None
+
+
+def _typed_text(mods: set[str], base: str, character: str | None) -> str | None:
+    """What a key types: Enter, Tab, Space... (with at most Shift/Alt held), or its character."""
+    if base in _SIMPLE and not (mods - {"alt", "meta", "shift"}):
+        return _SIMPLE[base]
+    if character and (character.isprintable() or (len(character) == 1 and ord(character) < 32)):
+        return character
     return None
 
 
