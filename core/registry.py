@@ -177,7 +177,7 @@ class ProcessRegistry:
         meta.update(_rerun_meta(env, quiet_after, rerun_of))
         jobdir = self.jobs_dir / meta["session_id"]
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
-                meta["cwd"], "--", *meta["shell"], command]
+                meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"], command]
         job_env = child_env(env, pty)
         _exec_limits(argv, job_env)
         report = {"error": "interrupted"}

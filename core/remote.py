@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from . import template
 from .stdio_server import STDIO_VERSION, decode_hook, dumps
 
 RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
@@ -189,7 +190,8 @@ _CODE: tuple[str, bytes] | None = None
 
 
 def shipped_code() -> tuple[str, bytes]:
-    """(hash, zip) of the stdlib core as sent to hosts that do not have it installed."""
+    """(hash, zip) of the stdlib core, and ptyprocess for PTY jobs, as sent to hosts that do not
+    have it installed."""
     global _CODE
     if _CODE is None:
         core = Path(__file__).parent
@@ -199,6 +201,9 @@ def shipped_code() -> tuple[str, bytes]:
                 if path.name not in NOT_SHIPPED:
                     zf.writestr(zipfile.ZipInfo(f"hermes_procs/core/{path.name}", (2020, 1, 1, 0, 0, 0)),
                                 path.read_bytes())
+            pty_dir = template.pty_path()
+            for path in sorted(Path(pty_dir, "ptyprocess").glob("*.py")) if pty_dir else ():
+                zf.writestr(zipfile.ZipInfo(f"ptyprocess/{path.name}", (2020, 1, 1, 0, 0, 0)), path.read_bytes())
             version = _version()
             zf.writestr(zipfile.ZipInfo("hermes_procs/__init__.py", (2020, 1, 1, 0, 0, 0)),
                         f'"""hermes-procs, as sent to a remote host."""\n__version__ = {version!r}\n')

@@ -1,17 +1,16 @@
 """The per-job supervisor: owns the job's PTY or pipes, writes its output and exit to disk.
 
-Run as `python -I -S supervisor.py JOBDIR PTY ROWS COLS CWD -- ARGV...` by the registry, in its
-own session. It starts the job first (only os, fcntl, termios and struct are loaded by then),
-prints `{"pid": N, ...}` or `{"error": "..."}` on stdout for the registry, then serves the
-socket protocol of docs/internals.md until the job has exited and its output is closed.
-Stdlib only: it runs once per job.
+Run as `python -I -S supervisor.py JOBDIR PTY ROWS COLS CWD [PATH] -- ARGV...` by the registry,
+in its own session. It starts the job first (only os and fcntl are loaded by then, and
+ptyprocess for a PTY job), prints `{"pid": N, ...}` or `{"error": "..."}` on stdout for
+the registry, then serves the socket protocol of docs/internals.md until the job has exited and
+its output is closed. Stdlib only, apart from ptyprocess for PTY jobs (pure Python, found in
+PATH: the folder that holds it, given by the registry, which also ships it to remote hosts).
 """
 
 import fcntl
 import os
-import struct
 import sys
-import termios
 
 PIPE_SIZE = 1 << 20
 LAUNCH = "cold"  # "template" when forked by the home's warm template (core/template.py)
@@ -25,32 +24,28 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: in
     """Fork and exec the job in its own session; return (pid, out_fd, in_fd).
 
     Raises OSError (no PTY, no fork) or StartFailed: the child reports a failed exec through a
-    close-on-exec pipe (as ptyprocess does), so "cannot run X" is an error of the spawn, not
-    output of a job that never ran."""
+    close-on-exec pipe, so "cannot run X" is an error of the spawn, not output of a job that
+    never ran."""
     if pty:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        out_fd = in_fd = master
-        child_fds = (slave, slave, slave)
-    else:
-        out_r, out_w = os.pipe()
-        in_r, in_w = os.pipe()
-        try:
-            fcntl.fcntl(out_w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ: fewer, larger reads; the job blocks less
-        except OSError:
-            pass
-        out_fd, in_fd = out_r, in_w
-        child_fds = (in_r, out_w, out_w)
+        pid, master = _start_pty(rows, cols, cwd, argv, umask)
+        return pid, master, master
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    try:
+        fcntl.fcntl(out_w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ: fewer, larger reads; the job blocks less
+    except OSError:
+        pass
+    child_fds = (in_r, out_w, out_w)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     try:
         pid = os.fork()
     except OSError:
-        for fd in {*child_fds, out_fd, in_fd, err_r, err_w}:
+        for fd in {*child_fds, out_r, in_w, err_r, err_w}:
             os.close(fd)
         raise
     if pid == 0:
         os.umask(umask)
-        _exec_child(pty, child_fds, cwd, argv, err_w)
+        _exec_child(child_fds, cwd, argv, err_w)
     os.close(err_w)
     for fd in set(child_fds):
         os.close(fd)
@@ -58,14 +53,45 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: in
     os.close(err_r)
     if failure:
         os.waitpid(pid, 0)
-        for fd in {out_fd, in_fd}:
+        for fd in (out_r, in_w):
             os.close(fd)
         raise StartFailed(failure.decode(errors="replace"))
-    return pid, out_fd, in_fd
+    return pid, out_r, in_w
 
 
-def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list, err_fd: int) -> None:
-    """In the forked child: own session and terminal, default signals, then exec.
+def _start_pty(rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
+    """A PTY job through ptyprocess (its own session with the PTY as controlling terminal, the
+    window size, exec failures reported back); returns (pid, master fd)."""
+    try:
+        from ptyprocess import PtyProcess
+    except ImportError:
+        raise StartFailed("cannot start a PTY job: the ptyprocess package is missing") from None
+
+    def before_exec() -> None:
+        os.umask(umask)
+        _default_signals()
+        try:
+            os.chdir(cwd)
+        except OSError as exc:  # ptyprocess sends the message of any exception raised here
+            raise RuntimeError(f"cannot change to directory {cwd}: {exc.strerror}") from None
+
+    try:
+        job = PtyProcess.spawn(argv, preexec_fn=before_exec, dimensions=(rows, cols))
+    except RuntimeError as exc:
+        raise StartFailed(str(exc)) from None
+    except OSError as exc:
+        if exc.strerror is not None:
+            raise  # openpty or fork failed (OSError from the OS); the child's report has no strerror
+        reason = os.strerror(exc.errno) if exc.errno else "No such file or directory"  # errno: exec's
+        raise StartFailed(f"cannot run {argv[0]}: {reason}") from None
+    master = os.dup(job.fd)  # ours now: the PtyProcess must neither close it nor kill the job
+    job.closed = True  # (its __del__ and close() terminate the child)
+    job.fileobj.close()
+    return job.pid, master
+
+
+def _exec_child(fds: tuple, cwd: str, argv: list, err_fd: int) -> None:
+    """In the forked child of a pipe job: own session, default signals, then exec.
 
     The registry checked cwd and the shell beforehand; a failure here (a race, or an
     interpreter line naming a missing program) goes to the supervisor through `err_fd` and
@@ -73,15 +99,11 @@ def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list, err_fd: int) -> Non
     """
     try:
         os.setsid()
-        if pty:
-            fcntl.ioctl(fds[0], termios.TIOCSCTTY, 0)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, err_fd)
         os.closerange(err_fd + 1, 65536)
-        import signal
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
+        _default_signals()
         os.chdir(cwd)
         os.execvp(argv[0], argv)
     except OSError as exc:
@@ -90,6 +112,14 @@ def _exec_child(pty: bool, fds: tuple, cwd: str, argv: list, err_fd: int) -> Non
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
         _write_quietly(err_fd, f"cannot start the job: {exc!r}")
     os._exit(127)
+
+
+def _default_signals() -> None:
+    """What the supervisor (and Python) ignore or catch, the job gets back at their defaults."""
+    import signal
+
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _write_quietly(fd: int, text: str) -> None:
@@ -113,7 +143,10 @@ def _read_all(fd: int) -> bytes:
 
 def main(args: list) -> int:
     jobdir, pty, rows, cols, cwd = args[0], args[1] == "1", int(args[2]), int(args[3]), args[4]
-    argv = args[args.index("--") + 1:]
+    end = args.index("--")
+    argv = args[end + 1:]
+    if end > 5 and args[5] not in sys.path:  # where ptyprocess is
+        sys.path.append(args[5])
     umask = os.umask(0o077)  # everything the supervisor writes is private; the job gets the old umask
     _set_subreaper()
     try:

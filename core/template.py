@@ -1,10 +1,11 @@
 """The warm supervisor template of a state home: a fork server, so a spawn costs a fork, not a
 new Python interpreter.
 
-Server: `python -I -S template.py HOME LOCKFD IDLE`, started by the first registry that needs it
-(`start`), holding an exclusive flock on `<home>/template.lock` for its whole life (so exactly
-one runs per home, and a socket nobody holds the lock for is stale). It imports what a
-supervisor needs (stdlib only: supervisor.py, supervisor_loop.py and what they load), moves that
+Server: `python -I -S template.py HOME LOCKFD IDLE [PATH]` (PATH: where ptyprocess is), started
+by the first registry that needs it (`start`), holding an exclusive flock on
+`<home>/template.lock` for its whole life (so exactly one runs per home, and a socket nobody
+holds the lock for is stale). It imports what a supervisor needs (supervisor.py,
+supervisor_loop.py and what they load, and ptyprocess), moves that
 heap out of the cyclic GC (`gc.freeze`, so the forked supervisors keep sharing its pages) and
 serves `<home>/template.sock` (0600). It exits after IDLE seconds without a request, or as soon
 as its socket is removed or replaced.
@@ -44,6 +45,22 @@ ACK_TIMEOUT = 30.0
 MAX_REQUEST = 16 << 20
 TEMPLATE_NAME = b"hp-template"  # process names (comm), see _name
 SUPERVISOR_NAME = b"hp-supervisor"
+
+
+_PTY_PATH: str | None = None
+
+
+def pty_path() -> str:
+    """The folder holding the ptyprocess package ("" when it is missing): supervisors and the
+    template run as `python -I -S`, without site-packages, and put it on their path."""
+    global _PTY_PATH
+    if _PTY_PATH is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("ptyprocess")
+        origin = spec.origin if spec is not None else None
+        _PTY_PATH = os.path.dirname(os.path.dirname(origin)) if origin else ""
+    return _PTY_PATH
 
 
 # ---- client (the registry) -----------------------------------------------------------------
@@ -152,7 +169,8 @@ def start(home, idle: float, log_path) -> subprocess.Popen | None:
         except FileNotFoundError:
             pass
         with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
-            return subprocess.Popen([sys.executable, "-I", "-S", __file__, os.fspath(home), str(fd), repr(idle)],
+            return subprocess.Popen([sys.executable, "-I", "-S", __file__, os.fspath(home), str(fd), repr(idle),
+                                     pty_path()],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                     pass_fds=(fd,), start_new_session=True, env={})
     finally:
@@ -160,7 +178,7 @@ def start(home, idle: float, log_path) -> subprocess.Popen | None:
 
 
 # ---- server (the template process) ---------------------------------------------------------
-def serve(home: str, lock_fd: int, idle: float) -> int:
+def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     import ctypes
     import gc
     import time
@@ -168,6 +186,13 @@ def serve(home: str, lock_fd: int, idle: float) -> int:
     import supervisor
     import supervisor_loop  # noqa: F401 - loaded here so every forked supervisor shares it
     import text  # noqa: F401
+
+    if path:
+        sys.path.append(path)
+        try:
+            import ptyprocess  # noqa: F401 - what a PTY job's supervisor starts it with
+        except ImportError:
+            pass
 
     _name(ctypes, TEMPLATE_NAME)
     os.chdir(home)
@@ -311,4 +336,4 @@ def _become_supervisor(conn: socket.socket, report_fd: int, request: dict, super
 
 if __name__ == "__main__":
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-    sys.exit(serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), *sys.argv[4:5]))

@@ -52,14 +52,15 @@ def test_exec_failure_is_a_clear_spawn_error(registry, home, tmp_path, monkeypat
 SPAWN = ("import json, os, sys; from hermes_procs.core import ProcessRegistry; "
          "reg = ProcessRegistry(sys.argv[1]); "
          "sys.stdin.readline(); "  # the test moves us into the pids cgroup meanwhile
-         "print(json.dumps([reg.spawn('echo hi'), os.listdir(reg.jobs_dir), reg.list()]))")
+         "print(json.dumps([reg.spawn('echo hi', pty=sys.argv[2] == 'pty'), os.listdir(reg.jobs_dir), reg.list()]))")
 
 
-@pytest.mark.parametrize("max_pids, who", [(1, "registry"), (2, "supervisor")])
-def test_fork_failure_leaves_nothing(tmp_path, pids_cgroup, max_pids, who):
+@pytest.mark.parametrize("max_pids, who, mode", [(1, "registry", "pipes"), (2, "supervisor", "pipes"),
+                                                 (2, "supervisor", "pty")])
+def test_fork_failure_leaves_nothing(tmp_path, pids_cgroup, max_pids, who, mode):
     """EAGAIN from fork: in the registry (no supervisor) or in the supervisor (no job)."""
     _group, enter = pids_cgroup
-    proc = subprocess.Popen([sys.executable, "-c", SPAWN, str(tmp_path / "home")], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", SPAWN, str(tmp_path / "home"), mode], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     enter(proc.pid, max_pids)
     out, err = proc.communicate("go\n", timeout=60)
