@@ -18,9 +18,9 @@ from .common import Config, Row, cold_spawns, interleave, temp_home, warm_templa
 CMD = "echo ready"
 
 
-def _hermes(reg: ProcessRegistry, pid_ms: list, out_ms: list) -> float:
+def _hermes(reg: ProcessRegistry, pid_ms: list, out_ms: list, pty: bool = False) -> float:
     t0 = time.perf_counter()
-    job = reg.spawn(CMD)
+    job = reg.spawn(CMD, pty=pty)
     t1 = time.perf_counter()
     if job.get("status") != "running":
         raise RuntimeError(f"spawn failed: {job}")
@@ -54,6 +54,19 @@ def _popen(argv: list, pid_ms: list, out_ms: list) -> float:
     return pid_ms[-1]
 
 
+def _ptyprocess(argv: list, pid_ms: list) -> float:
+    """The floor of a PTY spawn: ptyprocess in this process (what the supervisor calls)."""
+    from ptyprocess import PtyProcess
+
+    t0 = time.perf_counter()
+    job = PtyProcess.spawn(argv)
+    pid_ms.append((time.perf_counter() - t0) * 1000)
+    job.read(4096)
+    job.wait()
+    job.close()
+    return pid_ms[-1]
+
+
 def _py(code: str) -> float:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-I", "-S", "-c", code], check=True)
@@ -83,6 +96,7 @@ def run(cfg: Config) -> list[Row]:
         rows.append(Row("3 spawn to first output, template warm", "ms", ho, "Popen + first read", po, "< 6 ms",
                         _med(ho) < 6))
         rows.append(Row("3 spawn to first output, cold", "ms", co, "Popen + first read", po, "info", None))
+    rows += _pty_rows(runs, argv)
     bare, ctypes_, sup_imports = interleave(
         runs, lambda: _py("pass"), lambda: _py("import ctypes; ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)"),
         lambda: _py("import os, sys, fcntl, struct, termios"))
@@ -91,6 +105,23 @@ def run(cfg: Config) -> list[Row]:
     rows.append(Row("3 ... + ctypes prctl(SUBREAPER)", "ms", ctypes_, "python -I -S -c pass", bare, "info", None))
     rows.append(Row("3 ... + os/fcntl/struct/termios", "ms", sup_imports, "python -I -S -c pass", bare, "info", None))
     return rows
+
+
+def _pty_rows(runs: int, argv: list) -> list[Row]:
+    """PTY jobs (started by the supervisor with ptyprocess) against ptyprocess called directly."""
+    with temp_home() as home:
+        reg = ProcessRegistry(home=home)
+        warm_template(reg)
+        warm, cold_, floor, out = [], [], [], []
+
+        def cold():
+            with cold_spawns():
+                return _hermes(reg, cold_, out, pty=True)
+
+        interleave(runs, lambda: _hermes(reg, warm, out, pty=True), cold, lambda: _ptyprocess(argv, floor))
+    return [Row("3 PTY spawn to pid known, template warm", "ms", warm[-runs:], "PtyProcess.spawn", floor[-runs:],
+                "info", None, note="the supervisor starts PTY jobs with ptyprocess"),
+            Row("3 PTY spawn to pid known, cold", "ms", cold_[-runs:], "PtyProcess.spawn", floor[-runs:], "info", None)]
 
 
 def _med(vals):
