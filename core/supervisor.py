@@ -8,6 +8,7 @@ its output is closed. Stdlib only, apart from ptyprocess for PTY jobs (pure Pyth
 PATH: the folder that holds it, given by the registry, which also ships it to remote hosts).
 """
 
+import errno
 import fcntl
 import os
 import sys
@@ -23,9 +24,8 @@ class StartFailed(Exception):
 def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
     """Fork and exec the job in its own session; return (pid, out_fd, in_fd).
 
-    Raises OSError (no PTY, no fork) or StartFailed: the child reports a failed exec through a
-    close-on-exec pipe, so "cannot run X" is an error of the spawn, not output of a job that
-    never ran."""
+    Raises OSError (no PTY, no fork) or StartFailed: a failed exec (or chdir) is reported back,
+    so "cannot run X" is an error of the spawn, not output of a job that never ran."""
     if pty:
         pid, master = _start_pty(rows, cols, cwd, argv, umask)
         return pid, master, master
@@ -35,28 +35,46 @@ def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: in
         fcntl.fcntl(out_w, 1031, PIPE_SIZE)  # F_SETPIPE_SZ: fewer, larger reads; the job blocks less
     except OSError:
         pass
-    child_fds = (in_r, out_w, out_w)
-    err_r, err_w = os.pipe2(os.O_CLOEXEC)
     try:
-        pid = os.fork()
-    except OSError:
-        for fd in {*child_fds, out_r, in_w, err_r, err_w}:
-            os.close(fd)
-        raise
-    if pid == 0:
-        os.umask(umask)
-        _exec_child(child_fds, cwd, argv, err_w)
-    os.close(err_w)
-    for fd in set(child_fds):
-        os.close(fd)
-    failure = _read_all(err_r)  # empty: the exec succeeded and closed the pipe
-    os.close(err_r)
-    if failure:
-        os.waitpid(pid, 0)
+        pid = _spawn_pipe_job((in_r, out_w, out_w), cwd, argv, umask)
+    except BaseException:
         for fd in (out_r, in_w):
             os.close(fd)
-        raise StartFailed(failure.decode(errors="replace"))
+        raise
+    finally:
+        for fd in (in_r, out_w):
+            os.close(fd)
     return pid, out_r, in_w
+
+
+def _spawn_pipe_job(fds: tuple, cwd: str, argv: list, umask: int) -> int:
+    """posix_spawn (a vfork: no copy of the supervisor's memory, ~3x faster than fork + exec)
+    the job in its own session with `fds` as its stdin/stdout/stderr and default signals. It has
+    no chdir or umask: the supervisor takes the job's for the call (it has one thread). Every
+    other fd of the supervisor is close-on-exec (Python's default; the template and the
+    registry start it with none inherited). A failed exec is an error of this call."""
+    import signal
+
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    old_umask = os.umask(umask)
+    try:
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            raise StartFailed(f"cannot change to directory {cwd}: {exc.strerror}") from None
+        try:
+            return os.posix_spawnp(argv[0], argv, os.environ, setsid=True,
+                                   file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)],
+                                   setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM,
+                                              signal.SIGCHLD))
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+                raise  # no process could be made: "cannot fork"
+            raise StartFailed(f"cannot run {argv[0]}: {exc.strerror}") from None
+    finally:
+        os.umask(old_umask)
+        os.fchdir(here)
+        os.close(here)
 
 
 def _start_pty(rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
@@ -90,55 +108,12 @@ def _start_pty(rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
     return job.pid, master
 
 
-def _exec_child(fds: tuple, cwd: str, argv: list, err_fd: int) -> None:
-    """In the forked child of a pipe job: own session, default signals, then exec.
-
-    The registry checked cwd and the shell beforehand; a failure here (a race, or an
-    interpreter line naming a missing program) goes to the supervisor through `err_fd` and
-    ends the child with status 127.
-    """
-    try:
-        os.setsid()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        os.closerange(3, err_fd)
-        os.closerange(err_fd + 1, 65536)
-        _default_signals()
-        os.chdir(cwd)
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        what = f"cannot change to directory {cwd}" if exc.filename == cwd else f"cannot run {argv[0]}"
-        _write_quietly(err_fd, f"{what}: {exc.strerror}")
-    except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
-        _write_quietly(err_fd, f"cannot start the job: {exc!r}")
-    os._exit(127)
-
-
 def _default_signals() -> None:
     """What the supervisor (and Python) ignore or catch, the job gets back at their defaults."""
     import signal
 
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
-
-
-def _write_quietly(fd: int, text: str) -> None:
-    try:
-        os.write(fd, text.encode(errors="replace")[:4000])
-    except OSError:
-        pass
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except InterruptedError:
-            continue
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
 
 
 def main(args: list) -> int:

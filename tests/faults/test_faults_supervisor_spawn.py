@@ -68,3 +68,19 @@ def test_fork_failure_leaves_nothing(tmp_path, pids_cgroup, max_pids, who, mode)
     assert result["status"] == "error", (who, result, err)
     assert "fork" in result["error"] or "temporarily unavailable" in result["error"], result
     assert names == [] and rows == []
+
+
+@pytest.mark.parametrize("pty", [False, True])
+@pytest.mark.parametrize("idle", ["0", "120"])  # a cold supervisor, and one forked by the template
+def test_job_inherits_no_fd_of_its_supervisor(registry, home, monkeypatch, pty, idle):
+    """A pipe job is posix_spawned (every other fd must be close-on-exec), a PTY job forked by
+    ptyprocess: either way the job holds its stdin, stdout and stderr, nothing of the
+    supervisor's log, socket or pipes (3 is the shell's own listing of the folder)."""
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", idle)
+    umask = os.umask(0o027)
+    os.umask(umask)
+    for _ in range(2):  # the first spawn starts the template, the second goes through it
+        job = registry.spawn("for f in /proc/$$/fd/*; do echo ${f##*/}; done; umask; pwd", pty=pty, cwd="/usr")
+        out = registry.wait(job["session_id"], timeout=30)["output"].split()
+        assert out[-2:] == [f"{umask:04o}", "/usr"], out
+        assert set(out[:-2]) <= {"0", "1", "2", "3"}, out
