@@ -4,7 +4,7 @@
 
 Tools: ``process_start``, ``process_list``, ``process_poll``, ``process_log``, ``process_wait``,
 ``process_kill``, ``process_write``, ``process_submit``, ``process_close``, ``process_screen``,
-``process_search``, ``process_restart``. Their arguments are
+``process_search``, ``process_restart``, ``process_tree``, ``process_signal``. Their arguments are
 the tool's arguments (typed, described, checked by the SDK against the input schema) and their
 results are the contract dicts, secrets masked: as structured content and as the same JSON in
 a text block. A result whose status is ``error`` or ``not_found`` is flagged ``isError``.
@@ -32,7 +32,7 @@ __all__ = ["TOOL_NAMES", "build_server", "serve"]
 
 TOOL_NAMES = ("process_start", "process_list", "process_poll", "process_log", "process_wait",
               "process_kill", "process_write", "process_submit", "process_close", "process_screen",
-              "process_search", "process_restart")
+              "process_search", "process_restart", "process_tree", "process_signal")
 
 INSTRUCTIONS = """\
 hermes-procs runs background processes (builds, test runs, servers, installers, REPLs) as durable
@@ -51,11 +51,15 @@ dashboard. Start one with process_start and keep its session_id.
 - process_log without offset shows the last lines; page with offset (0 = first line) and limit;
   since='5m' keeps only what arrived in the last 5 minutes.
 - process_kill stops the job's whole process tree.
+- process_tree lists the job's processes (pid, state, CPU, memory, awaiting_input, command);
+  process_signal sends one signal (INT, TERM, HUP, USR1, ...) to the job's process group, or
+  with pid (and start_ticks, from process_tree) to that one process only.
 - Secrets in output are masked as ***."""
 
 
 def _coerce_id(value: Any) -> Any:
-    """Integer session ids (a model's habit) become strings; anything else is left to the schema."""
+    """Integer session ids and signal numbers (a model's habit) become strings; anything else is
+    left to the schema."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return value
@@ -89,7 +93,8 @@ def _result(result: dict) -> CallToolResult:
     )
 
 
-_READ_ONLY = ("process_list", "process_poll", "process_log", "process_wait", "process_screen", "process_search")
+_READ_ONLY = ("process_list", "process_poll", "process_log", "process_wait", "process_screen", "process_search",
+              "process_tree")
 
 
 def build_server(home: str | None = None, registry=None) -> MCPServer:
@@ -245,6 +250,31 @@ class _Tools:
         """Run a job's command again (same cwd, env, pty and options) as a new job whose rerun_of is the old
         id; a job still running is killed first. The old job keeps its log."""
         return self._call({"host": host, "action": "restart", "session_id": session_id})
+
+    def process_tree(self, session_id: SessionId, host: HostArg = None) -> Result:
+        """The job's processes, parents first: pid, ppid, start_ticks, depth, command, state, cpu_percent,
+        rss_bytes, awaiting_input (which one blocks reading the job's stdin). `processes` is empty when none
+        is left."""
+        return self._call({"host": host, "action": "tree", "session_id": session_id})
+
+    def process_signal(
+        self,
+        session_id: SessionId,
+        signal: Annotated[str, BeforeValidator(_coerce_id), Field(description=(
+            "The signal: INT, TERM, HUP, KILL, QUIT, USR1, USR2, STOP, CONT or WINCH (SIGINT and numbers "
+            "such as 2 also work)."))],
+        pid: Annotated[int | None, Field(ge=1, description="Only this process of the job (a pid from "
+                                                           "process_tree); omit for the job's process "
+                                                           "group.")] = None,
+        start_ticks: Annotated[int | None, Field(ge=0, description="With pid: the process's start_ticks from "
+                                                                   "process_tree; pins that exact process.")] = None,
+        host: HostArg = None,
+    ) -> Result:
+        """Send one signal to the job's process group, or (pid) to one process of its tree; no kill logic. Status
+        ok (with pid and signal for one process), already_exited, or error (unknown signal, pid not in the
+        job)."""
+        return self._call({"host": host, "action": "signal", "session_id": session_id, "signal": signal,
+                           "pid": pid, "start_ticks": start_ticks})
 
 
 def serve(home: str | None = None) -> None:

@@ -30,7 +30,8 @@ from .redact import redact_obj
 
 __all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
-ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search", "restart")
+ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search", "restart",
+           "tree", "signal")
 
 _DESCRIPTION = (
     "Run and control background processes (builds, test runs, dev servers, installers, REPLs) "
@@ -40,7 +41,9 @@ _DESCRIPTION = (
     "awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count), log (output lines), "
     "wait (block until exit, or until=input / quiet:SECONDS / output:REGEX / port:N), kill, "
     "write, submit, close (send EOF to stdin), screen (a pty job's terminal screen as text), "
-    "search (regex over whole logs), restart (run a job's command again as a new job).\n"
+    "search (regex over whole logs), restart (run a job's command again as a new job), tree (the "
+    "job's processes: pid, state, CPU, memory, which one waits for input, command), signal (send "
+    "one signal to the job, or with pid to one process of its tree).\n"
     "Know this:\n"
     "- A started job runs silently: you hear nothing about it unless you set "
     "notify_on_complete=true (an event when it exits) or watch_patterns (an event when a line "
@@ -64,6 +67,9 @@ _DESCRIPTION = (
     "with offset (0 = first line) and limit; total_lines tells you how far there is to go; "
     "since ('5m', seconds ago, or an ISO time) keeps only the output that arrived since then.\n"
     "- kill stops the whole process tree (children and grandchildren too), not just the shell.\n"
+    "- signal sends `signal` (INT, TERM, HUP, USR1, USR2, QUIT, STOP, CONT, WINCH, KILL, or a "
+    "number) to the job's process group, or with `pid` (from tree) to that one process only: "
+    "e.g. INT to interrupt a stuck test runner's worker, HUP to make a server reload.\n"
     "- Secrets (tokens, passwords) in output are masked as ***."
 )
 
@@ -77,8 +83,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "enum": list(ACTIONS),
                 "description": "What to do. start needs command; write needs session_id and data; "
-                "search needs pattern; poll, log, wait, kill, submit, close, screen, restart need "
-                "session_id; list needs nothing.",
+                "search needs pattern; signal needs session_id and signal; poll, log, wait, kill, "
+                "submit, close, screen, restart, tree need session_id; list needs nothing.",
             },
             "command": {
                 "type": "string",
@@ -172,6 +178,23 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "number",
                 "minimum": 0,
                 "description": "kill: seconds between SIGTERM and SIGKILL (default 3).",
+            },
+            "signal": {
+                "type": ["string", "integer"],
+                "description": "signal: the signal to send: INT, TERM, HUP, KILL, QUIT, USR1, USR2, STOP, "
+                "CONT, WINCH (SIGINT and numbers such as 2 also work).",
+            },
+            "pid": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "signal: send to this one process of the job (a pid from tree) instead of "
+                "the job's whole process group.",
+            },
+            "start_ticks": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "signal with pid: the process's start_ticks as tree showed them; pins that "
+                "exact process (a pid reused since is refused).",
             },
             "all": {
                 "type": "boolean",
@@ -445,10 +468,31 @@ def _restart(reg, args: dict, task_id: str | None) -> dict:
     return _as_dict(reg.restart(_session_id(args)))
 
 
+def _tree(reg, args: dict, task_id: str | None) -> dict:
+    return _as_dict(reg.tree(_session_id(args)))
+
+
+def _signal(reg, args: dict, task_id: str | None) -> dict:
+    """The job's process group (registry.signal), or with ``pid`` one process (signal_process)."""
+    session_id = _session_id(args)
+    sig = args.get("signal")
+    if sig is None or sig == "":
+        raise _ArgError("missing required argument 'signal' (INT, TERM, HUP, USR1, ...)")
+    if isinstance(sig, bool) or not isinstance(sig, (str, int)):
+        raise _ArgError(f"argument 'signal' must be a signal name such as 'INT' or a number, not {_describe(sig)}")
+    pid = _get(args, "pid", int)
+    start_ticks = _get(args, "start_ticks", int)
+    if pid is None:
+        if start_ticks is not None:
+            raise _ArgError("argument 'start_ticks' goes with 'pid'")
+        return _as_dict(reg.signal(session_id, sig))  # the name is checked by the registry (error dict)
+    return _as_dict(reg.signal_process(session_id, pid, sig, start_ticks))
+
+
 _HANDLERS: dict[str, Callable[[Any, dict, str | None], dict]] = {
     "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
     "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
-    "restart": _restart,
+    "restart": _restart, "tree": _tree, "signal": _signal,
 }
 
 

@@ -3,6 +3,7 @@ subprocess (`python -m hermes_procs mcp --home H`) and real jobs."""
 
 import asyncio
 import json
+import signal
 import sys
 import time
 
@@ -74,6 +75,12 @@ def test_tools_and_schemas(tmp_path):
             assert tools[name].description
         assert tools["process_write"].input_schema["required"] == ["session_id", "data"]
         assert tools["process_log"].input_schema["properties"]["offset"]["anyOf"][0]["type"] == "integer"
+        assert tools["process_tree"].input_schema["required"] == ["session_id"]
+        assert tools["process_tree"].annotations.read_only_hint
+        signal = tools["process_signal"]
+        assert signal.input_schema["required"] == ["session_id", "signal"] and not signal.annotations
+        for name in ("signal", "pid", "start_ticks"):
+            assert signal.input_schema["properties"][name]["description"], name
 
     run(with_client(tmp_path / "home", body))
 
@@ -137,6 +144,51 @@ def test_pty_job_typing_and_kill(tmp_path):
         assert killed["status"] == "killed" and killed["completion_reason"] == "killed"
         polled = await c.ok("process_poll", session_id=sleeper["session_id"])
         assert polled["status"] == "exited" and polled["leftover_pids"] == []
+
+    run(with_client(tmp_path / "home", body))
+
+
+def test_tree_and_signal(tmp_path):
+    trapping = "sleep 60 & trap 'echo got-usr1' USR1; while :; do sleep 0.1; done"
+
+    async def body(c):
+        sid = (await c.ok("process_start", command=trapping))["session_id"]
+
+        async def sleeper():
+            tree = await c.ok("process_tree", session_id=sid)
+            return next((p for p in tree["processes"] if p["command"] == "sleep 60"), None)
+
+        child = await c.until(sleeper)
+        tree = await c.ok("process_tree", session_id=sid)
+        assert tree["status"] == "running" and tree["processes"][0]["depth"] == 0
+        assert child["ppid"] == tree["processes"][0]["pid"] and child["depth"] == 1
+        sent = await c.ok("process_signal", session_id=sid, signal="TERM", pid=child["pid"],
+                          start_ticks=child["start_ticks"])
+        assert sent == {"status": "ok", "session_id": sid, "pid": child["pid"], "signal": "TERM"}
+
+        async def gone():
+            return await sleeper() is None
+
+        await c.until(gone)
+        assert (await c.ok("process_poll", session_id=sid))["status"] == "running"  # only that process
+        group = await c.ok("process_signal", session_id=sid, signal=int(signal.SIGUSR1))  # a number works too
+        assert group == {"status": "ok", "session_id": sid}  # the whole process group
+
+        async def trapped():
+            return "got-usr1" in (await c.ok("process_log", session_id=sid))["output"]
+
+        await c.until(trapped)
+        bad = await c.call("process_signal", session_id=sid, signal="BOGUS")
+        assert bad.is_error and "unknown signal" in bad.structured_content["error"]
+        stranger = await c.call("process_signal", session_id=sid, signal="TERM", pid=1)
+        assert stranger.is_error and "not part of this job" in stranger.structured_content["error"]
+        no_signal = await c.session.call_tool("process_signal", {"session_id": sid})
+        assert no_signal.is_error and "signal" in no_signal.content[0].text
+        assert (await c.ok("process_kill", session_id=sid, grace=0.5))["status"] == "killed"
+        assert (await c.ok("process_tree", session_id=sid)) == {"status": "exited", "session_id": sid,
+                                                               "processes": []}
+        missing = await c.call("process_tree", session_id="proc_ffffffffffff")
+        assert missing.is_error and missing.structured_content["status"] == "not_found"
 
     run(with_client(tmp_path / "home", body))
 

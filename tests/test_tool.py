@@ -24,10 +24,10 @@ def test_schema_shape():
     assert params["type"] == "object" and params["required"] == ["action"]
     assert params["properties"]["action"]["enum"] == list(ACTIONS)
     assert set(ACTIONS) == {"start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen",
-                            "search", "restart"}
+                            "search", "restart", "tree", "signal"}
     for name in ("command", "pty", "cwd", "name", "notify_on_complete", "watch_patterns", "session_id", "data",
                  "timeout", "offset", "limit", "max_runtime", "all", "grace", "env", "until", "pattern", "context",
-                 "quiet_after"):
+                 "quiet_after", "signal", "pid", "start_ticks"):
         assert name in params["properties"], name
         assert params["properties"][name].get("description")
     desc = PROCESS_TOOL_SCHEMA["description"]
@@ -81,6 +81,67 @@ def test_kill_tree(registry, alive):
     assert again["status"] == "already_exited"
 
 
+# a job with two long children and a shell that says when USR1 reaches it
+TRAPPING = "sleep 60 & sleep 61 & trap 'echo got-usr1' USR1; while :; do sleep 0.1; done"
+
+
+def _by_command(tree, command):
+    return next(p for p in tree["processes"] if p["command"] == command)
+
+
+def test_tree_and_signal_one_process(registry, alive):
+    sid = call(registry, action="start", command=TRAPPING)["session_id"]
+    root = registry.poll(sid)["pid"]
+    wait_until(lambda: {"sleep 60", "sleep 61"} <= {p["command"] for p in call(
+        registry, action="tree", session_id=sid)["processes"]})
+    tree = call(registry, action="tree", session_id=sid)
+    assert tree["status"] == "running" and tree["session_id"] == sid
+    assert tree["processes"][0]["pid"] == root and tree["processes"][0]["depth"] == 0
+    first, second = _by_command(tree, "sleep 60"), _by_command(tree, "sleep 61")
+    assert first["ppid"] == root and first["depth"] == 1 and first["state"] and "rss_bytes" in first
+
+    sent = call(registry, action="signal", session_id=sid, signal="TERM", pid=first["pid"],
+                start_ticks=first["start_ticks"])
+    assert sent == {"status": "ok", "session_id": sid, "pid": first["pid"], "signal": "TERM"}
+    wait_until(lambda: not alive(first["pid"]))
+    assert alive(second["pid"]) and registry.poll(sid)["status"] == "running"  # only that one process
+    assert first["pid"] not in [p["pid"] for p in call(registry, action="tree", session_id=sid)["processes"]]
+    stale = call(registry, action="signal", session_id=sid, signal="TERM", pid=first["pid"],
+                 start_ticks=first["start_ticks"])
+    assert stale["status"] == "error" and "not part of this job" in stale["error"]
+    stranger = call(registry, action="signal", session_id=sid, signal="KILL", pid=1)
+    assert stranger["status"] == "error" and "not part of this job" in stranger["error"]
+
+    group = call(registry, action="signal", session_id=sid, signal="usr1")  # the whole process group
+    assert group == {"status": "ok", "session_id": sid}
+    wait_until(lambda: "got-usr1" in registry.read_log(sid)["output"])
+    wait_until(lambda: not alive(second["pid"]))  # USR1's default action ends the other sleep
+    assert registry.poll(sid)["status"] == "running"  # the shell trapped it
+
+    assert call(registry, action="signal", session_id=sid, signal=15)["status"] == "ok"  # a number works
+    assert call(registry, action="wait", session_id=sid, timeout=10)["status"] == "exited"
+    assert call(registry, action="signal", session_id=sid, signal="INT")["status"] == "already_exited"
+    # a `sleep 0.1` forked while TERM went out may outlive the shell for a moment (the tree shows it)
+    wait_until(lambda: call(registry, action="tree", session_id=sid)["processes"] == [])
+    assert call(registry, action="tree", session_id=sid)["status"] == "exited"
+
+
+def test_tree_and_signal_errors(registry):
+    missing = "proc_000000000000"
+    assert call(registry, action="tree", session_id=missing)["status"] == "not_found"
+    assert call(registry, action="signal", session_id=missing, signal="INT")["status"] == "not_found"
+    sid = call(registry, action="start", command="sleep 30")["session_id"]
+    for bad, word in (("BOGUS", "unknown signal"), ("SEGV", "cannot be sent"), (99, "unknown signal")):
+        out = call(registry, action="signal", session_id=sid, signal=bad)
+        assert out["status"] == "error" and word in out["error"] and "INT" in out["error"], out
+        out = call(registry, action="signal", session_id=sid, signal=bad, pid=1)
+        assert out["status"] == "error" and word in out["error"], out
+    out = call(registry, action="signal", session_id=sid, signal="INT", pid=0)
+    assert out["status"] == "error" and "pid" in out["error"]
+    assert registry.poll(sid)["status"] == "running"  # nothing was sent
+    assert call(registry, action="kill", session_id=sid, grace=0.5)["status"] == "killed"
+
+
 def _children(pid):
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
@@ -111,6 +172,12 @@ def test_integer_session_id_coerced(registry):
     ({"action": "write", "session_id": "proc_000000000000"}, "'data'"),
     ({"action": "write", "session_id": "proc_000000000000", "data": 5}, "'data'"),
     ({"action": "list", "all": "yes"}, "'all'"),
+    ({"action": "tree"}, "'session_id'"),
+    ({"action": "signal", "signal": "INT"}, "'session_id'"),
+    ({"action": "signal", "session_id": "proc_000000000000"}, "'signal'"),
+    ({"action": "signal", "session_id": "proc_000000000000", "signal": ["INT"]}, "'signal'"),
+    ({"action": "signal", "session_id": "proc_000000000000", "signal": "INT", "pid": "12"}, "'pid'"),
+    ({"action": "signal", "session_id": "proc_000000000000", "signal": "INT", "start_ticks": 5}, "'start_ticks'"),
     ({}, "'action'"),
     ({"action": 3}, "'action'"),
 ])
