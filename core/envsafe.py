@@ -15,11 +15,20 @@ from .redact import contains_secret
 from .secretwords import is_secret_name
 
 PASS_THROUGH_ENV = "HERMES_PROCS_ENV_PASSTHROUGH"
+_VERDICTS: dict[tuple[str, str], bool] = {}  # the env is mostly the same from spawn to spawn
+_MAX_VERDICTS = 4096
 
 
 def is_secret(name: str, value: str) -> bool:
-    """True when the variable `name`=`value` must not reach a job."""
-    return is_secret_name(name) or contains_secret(value)
+    """True when the variable `name`=`value` must not reach a job (remembered: the masking
+    patterns cost ~10 us a variable, ~0.3 ms a spawn with a usual environment)."""
+    key = (name, value)
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()
+        verdict = _VERDICTS[key] = is_secret_name(name) or contains_secret(value)
+    return verdict
 
 
 def child_env(overrides: dict | None = None, pty: bool = False, base: dict | None = None) -> dict:
