@@ -139,11 +139,14 @@ class HostSet:
         return self.remotes.get(host, self.local) if host else self.local
 
     # ---- the merged list
-    def list(self, task_id: Any = None, session_key: Any = None) -> list[dict]:
+    def list(self, task_id: Any = None, session_key: Any = None, only: Any = None) -> list[dict]:
         """Every host's jobs, newest first, each row with `host` ("" = this machine). A remote
         host gets LIST_BUDGET seconds: a slow or unreachable one shows its last known rows
-        (marked `host_state`) and is asked again in the background, never holding up the rest."""
-        rows = [dict(r, host="") for r in _rows(self.local.list(task_id, session_key))]
+        (marked `host_state`) and is asked again in the background, never holding up the rest.
+        `only`: just these ids (ProcessRegistry.list) on this machine, and no remote rows."""
+        rows = [dict(r, host="") for r in _rows(self.local.list(task_id, session_key, only))]
+        if only is not None:
+            return rows
         key = (task_id, session_key)
         fetches = {label: self._fetch(label, reg, key) for label, reg in self.remotes.items()}
         deadline = time.monotonic() + LIST_BUDGET

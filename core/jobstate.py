@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import proctree
 from .model import iso_time
@@ -105,13 +106,22 @@ class Job:
         return sorted(self.tree().scan())
 
 
-def load(jobdir: Path) -> Job:
-    """Read a job folder; CorruptJob when its files are damaged."""
-    meta, proc, exit_ = (_read(jobdir, name) for name in ("meta.json", "proc.json", "exit.json"))
+def load(jobdir: Path, seen: dict[str, Any] | None = None) -> Job:
+    """Read a job folder; CorruptJob when its files are damaged.
+
+    `seen`: a dict the caller keeps for this job folder between loads; meta.json and proc.json
+    are written once (atomically), so once read they are taken from it."""
+    seen = {} if seen is None else seen
+    meta = seen["meta"] if "meta" in seen else _read(jobdir, "meta.json")
+    proc = seen["proc"] if "proc" in seen else _read(jobdir, "proc.json")
+    exit_ = _read(jobdir, "exit.json")
     if meta is None:
         raise CorruptJob(f"damaged job folder {jobdir.name}: meta.json is missing")
     if not isinstance(meta.get("command"), str):
         raise CorruptJob(f"damaged job folder {jobdir.name}: meta.json has no command")
+    seen["meta"] = meta
+    if proc is not None:
+        seen["proc"] = proc
     job = Job(jobdir.name, jobdir, meta, proc, exit_)
     if exit_ is None and proc:
         job.supervisor_alive = _supervisor_alive(proc)

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from . import events, listindex, logstore, processes, proctree, protocol, stats, template, text, timeline, wait_until
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
@@ -148,6 +149,7 @@ class ProcessRegistry:
         self._lock = threading.Lock()
         self._cpu = stats.CpuMeter()
         self._process_rows = processes.ProcessRows()
+        self._seen: dict[str, dict[str, Any]] = {}  # running jobs' write-once files and log tail (_list_row)
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id) -> Job:
@@ -289,8 +291,8 @@ class ProcessRegistry:
             job.exit = reply["exit"]
         return reply
 
-    def _summary(self, job: Job, preview_chars: int) -> dict:
-        start, tail = logstore.tail_span(job.dir, preview_chars * 4 + 4096)
+    def _summary(self, job: Job, preview_chars: int, seen: dict[str, Any] | None = None) -> dict:
+        start, tail = self._tail(job, preview_chars * 4 + 4096, seen)
         result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
                   "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
@@ -302,6 +304,24 @@ class ProcessRegistry:
         elif job.unsupervised:
             result["unsupervised"] = True
         return result
+
+    @staticmethod
+    def _tail(job: Job, n: int, seen: dict[str, Any] | None) -> tuple[int, bytes]:
+        """logstore.tail_span, or the one kept in `seen` while output.log has the same inode,
+        size and mtime (it only grows; a rotation makes a new file)."""
+        if seen is None:
+            return logstore.tail_span(job.dir, n)
+        try:
+            st = os.stat(job.dir / logstore.LOG_NAME)
+            key = (n, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        kept: tuple[Any, tuple[int, bytes]] | None = seen.get("tail")
+        if key is not None and kept is not None and kept[0] == key:
+            return kept[1]
+        span = logstore.tail_span(job.dir, n)
+        seen["tail"] = (key, span)
+        return span
 
     def _figures(self, job: Job) -> dict:
         """awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count (core/stats.py)."""
@@ -352,16 +372,21 @@ class ProcessRegistry:
                 "total": total, "data": data}
 
     @_safe
-    def list(self, task_id=None, session_key=None) -> list[dict]:
-        """Every job, newest first, optionally only those filed under `task_id` / `session_key`.
+    def list(self, task_id=None, session_key=None, only=None) -> list[dict]:
+        """Every job, newest first, optionally only those filed under `task_id` / `session_key`,
+        or only the jobs whose ids are in `only` (a collection of full ids: the dashboard
+        re-reads the rows on screen; ids of jobs that are gone are left out).
 
         Returns a list of row dicts (a damaged job folder has status `corrupt` and an error)."""
         self._reap_supervisors()
         ids = list_job_ids(self.jobs_dir)
+        if only is not None and (isinstance(only, (str, bytes)) or not all(isinstance(i, str) for i in only)):
+            raise BadInput("only must be a collection of job ids")
         finished = self._finished_rows()
         rows, new = [], []
-        self._cpu.forget(set(ids))
-        for session_id in ids:
+        self._forget(set(ids))
+        wanted = ids if only is None else [sid for sid in ids if sid in set(only)]
+        for session_id in wanted:
             row = finished.get(session_id)
             if row is None:
                 row, done = self._list_row(session_id)
@@ -375,6 +400,13 @@ class ProcessRegistry:
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
+
+    def _forget(self, live: set[str]) -> None:
+        """Drop what is kept per job (CPU samples, write-once files) for jobs that are gone."""
+        self._cpu.forget(live)
+        with self._lock:
+            for sid in self._seen.keys() - live:
+                del self._seen[sid]
 
     def _finished_rows(self) -> dict[str, dict]:
         """Rows of finished jobs from the index (listindex.py), re-read when the file changed."""
@@ -404,15 +436,23 @@ class ProcessRegistry:
 
     def _list_row(self, session_id: str) -> tuple[dict, bool]:
         """One row of `list` read from the job folder, and whether the job is finished for good
-        (exit recorded, supervisor gone: the row can no longer change)."""
+        (exit recorded, supervisor gone: the row can no longer change).
+
+        What cannot change is kept between calls (self._seen, per job folder inode): meta.json
+        and proc.json (each written once), and the output preview while the log is unchanged."""
         jobdir = self.jobs_dir / session_id
         try:
-            job = load(jobdir)
-        except CorruptJob as exc:
+            ino = os.stat(jobdir).st_ino
+            with self._lock:
+                seen = self._seen.get(session_id)
+                if seen is None or seen["ino"] != ino:
+                    seen = self._seen[session_id] = {"ino": ino}
+            job = load(jobdir, seen)
+        except (CorruptJob, OSError) as exc:
             return {"session_id": session_id, "status": "corrupt", "error": str(exc), "command": "", "name": "",
                     "pid": None, "pty": False, "cwd": None, "started_at": None, "uptime_seconds": 0,
                     "output_preview": "", "_sort": 0.0}, False
-        row = self._summary(job, preview_chars=200)
+        row = self._summary(job, preview_chars=200, seen=seen)
         row["command"] = row["command"][:200]
         row["_sort"] = job.started_at
         return row, job.exit is not None and not job.supervisor_alive

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable
 
 try:
     from . import proctree
@@ -79,6 +80,39 @@ def tree(root: int, include_root: bool = True) -> list[int]:
     return out
 
 
+def tree_stats(root: int, include_root: bool = True) -> dict[int, list[str]]:
+    """Like :func:`tree`, with each live-or-zombie process's /proc stat fields (read once; its
+    thread count lets a single-threaded process's children come from one file)."""
+    found: dict[int, list[str]] = {}
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        fields = proctree.stat_fields(pid)
+        if fields is None:
+            continue
+        found[pid] = fields
+        kids = _own_children(pid) if fields[17] == "1" else children(pid)  # field 20: num_threads
+        if kids is None:  # no `children` files: the full scan
+            walked = {p: proctree.stat_fields(p) for p in tree(root, include_root)}
+            return {p: f for p, f in walked.items() if f is not None}
+        stack.extend(kids)
+    if not include_root:
+        found.pop(root, None)
+    return found
+
+
+def _own_children(pid: int) -> list[int] | None:
+    """Children of a single-threaded process (its one task's list); children() when that
+    file is missing (the process went, or the kernel has no such files)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
+            return [int(p) for p in fh.read().split()]
+    except FileNotFoundError:
+        return children(pid)
+    except OSError:
+        return []
+
+
 def fd_target(pid: int, fd: int) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/fd/{fd}")
@@ -89,8 +123,9 @@ def fd_target(pid: int, fd: int) -> str | None:
 # --- waiting for input ---------------------------------------------------------------------
 
 
-def waiting_for_input(pids: list[int], stdin_target: str | None) -> bool:
-    """True when a process of `pids` is blocked reading the job's stdin.
+def waiting_for_input(pids: list[int], stdin_target: str | Callable[[], str | None] | None) -> bool:
+    """True when a process of `pids` is blocked reading the job's stdin (`stdin_target` may be
+    a function giving it: called only when some process is in a read, most are not).
 
     From ``/proc/PID/syscall``: a ``read`` (or ``readv``/``pread``) on fd 0 or on an fd that is
     the same file as the job's stdin (`stdin_target`: the pipe or the PTY), or a
@@ -117,6 +152,8 @@ def waiting_for_input(pids: list[int], stdin_target: str | None) -> bool:
             fd = 0
         else:
             continue
+        if callable(stdin_target):
+            stdin_target = stdin_target()
         if (fd == 0 and stdin_target is None) or (stdin_target is not None and fd_target(pid, fd) == stdin_target):
             return True
     return False
@@ -127,9 +164,12 @@ def waiting_for_input(pids: list[int], stdin_target: str | None) -> bool:
 
 def usage(pids: list[int]) -> tuple[int, int, int]:
     """(CPU ticks including reaped children's, RSS bytes, live process count) of `pids`."""
+    return _usage(proctree.stat_fields(pid) for pid in pids)
+
+
+def _usage(stats: Iterable[list[str] | None]) -> tuple[int, int, int]:
     ticks = rss = count = 0
-    for pid in pids:
-        fields = proctree.stat_fields(pid)
+    for fields in stats:
         if not fields:
             continue
         ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
@@ -234,15 +274,22 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
     `supervisor_pid` is given only while the supervisor lives; `running`: the job's root has
     not exited. A finished job whose tree is gone gets zeros and ``quiet_seconds: None``.
     """
-    pids = job_tree(supervisor_pid, root if running else None)
+    reaped = 0
+    if supervisor_pid:  # one stat read per process of the tree, the supervisor's included
+        found = tree_stats(supervisor_pid)
+        own = found.pop(supervisor_pid, None)
+        reaped = int(own[13]) + int(own[14]) if own else 0
+        pids, ticks_rss_count = list(found), _usage(found.values())
+    else:
+        pids = job_tree(None, root if running else None)
+        ticks_rss_count = usage(pids)
     figures = dict(IDLE)
     if pids:
-        ticks, rss, count = usage(pids)
-        if supervisor_pid:
-            ticks += reaped_ticks(supervisor_pid)
-        figures.update(cpu_percent=meter.percent(key, ticks, started_at), rss_bytes=rss, process_count=count)
+        ticks, rss, count = ticks_rss_count
+        figures.update(cpu_percent=meter.percent(key, ticks + reaped, started_at), rss_bytes=rss,
+                       process_count=count)
     if running:
-        figures["awaiting_input"] = waiting_for_input(pids, fd_target(root, 0) if root else None)
+        figures["awaiting_input"] = waiting_for_input(pids, (lambda: fd_target(root, 0)) if root else None)
         figures["quiet_seconds"] = quiet_seconds(log_path, started_at)
     return figures
 

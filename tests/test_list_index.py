@@ -28,9 +28,9 @@ def _count_loads(monkeypatch) -> list[str]:
     loaded = []
     real = registry_mod.load
 
-    def counting(jobdir):
+    def counting(jobdir, *args):
         loaded.append(jobdir.name)
-        return real(jobdir)
+        return real(jobdir, *args)
 
     monkeypatch.setattr(registry_mod, "load", counting)
     return loaded

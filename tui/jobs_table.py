@@ -7,7 +7,7 @@ gone (or filtered out) and calls ``update_cell`` only for the cells whose text c
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -179,15 +179,24 @@ class JobsTable(DataTable):
     # --- data in ------------------------------------------------------------------------
 
     def visible(self, row: JobRow) -> bool:
-        if not self.show_finished and not row.running:
-            return False
-        if self.host_filter and (row.host or "local") != self.host_filter:
-            return False
-        if self.search:
-            needle = self.search.lower()
-            hay = f"{row.name}\n{row.command}\n{row.session_id}\n{self.host_name(row.host)}".lower()
-            return needle in hay
-        return True
+        return self._filter()(row)
+
+    def _filter(self) -> Callable[[JobRow], bool]:
+        """Whether a row passes the filter, the search and the host filter (the reactives are
+        read once: this runs for every job on every snapshot)."""
+        finished, host, needle = self.show_finished, self.host_filter, self.search.lower()
+
+        def passes(row: JobRow) -> bool:
+            if not finished and not row.running:
+                return False
+            if host and (row.host or "local") != host:
+                return False
+            if needle:
+                hay = f"{row.name}\n{row.command}\n{row.session_id}\n{self.host_name(row.host)}".lower()
+                return needle in hay
+            return True
+
+        return passes
 
     def set_host_names(self, names: dict[str, str]) -> None:
         """Show the HOST column, its hosts named so (label -> short name)."""
@@ -236,7 +245,8 @@ class JobsTable(DataTable):
         now = time.time() if now is None else now
         rows = list(rows)
         self.rows_by_id = {r.session_id: r for r in rows}
-        wanted = {r.session_id: r for r in rows if self.visible(r)}
+        passes = self._filter()
+        wanted = {r.session_id: r for r in rows if passes(r)}
         keep_cursor = self.current_id()
         changed_order = False
         for sid in list(self._cells):
@@ -246,7 +256,8 @@ class JobsTable(DataTable):
                 self._rows_shown.pop(sid, None)
                 changed_order = True
         for sid, row in wanted.items():
-            if sid in self._cells and self._rows_shown.get(sid) == row:
+            shown = self._rows_shown.get(sid)
+            if sid in self._cells and (shown is row or shown == row):
                 continue  # nothing about this job changed (most finished jobs)
             self._rows_shown[sid] = row
             cells = self._cells_for(row, now)
@@ -372,6 +383,24 @@ class JobsTable(DataTable):
     def notify_style_update(self) -> None:
         self._cell_lines.clear()
         super().notify_style_update()
+
+    # --- the rows on screen (the sampler re-reads these first) ------------------------------
+
+    class Scrolled(Message):
+        """Other rows came on screen (a scroll): their figures may be a few seconds old."""
+
+    SCREEN_MARGIN = 10  # rows above and below the viewport counted as on screen
+
+    def rows_on_screen(self) -> frozenset[str]:
+        """Ids of the rows in the viewport, and SCREEN_MARGIN rows either side."""
+        top = int(self.scroll_offset.y)
+        rows = self.ordered_rows[max(0, top - self.SCREEN_MARGIN):top + self.size.height + self.SCREEN_MARGIN]
+        return frozenset(row.key.value for row in rows if row.key.value is not None)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.post_message(self.Scrolled())
 
     # --- selection ----------------------------------------------------------------------
 

@@ -182,6 +182,8 @@ class MainScreen(Screen):
         if data.hosts:
             self._show_hosts(data.hosts)
         self.table.apply(data.jobs, data.taken_at)
+        if self.sampler is not None:
+            self.sampler.on_screen = self.table.rows_on_screen()
         for row in data.jobs:
             before = self._statuses.get(row.session_id)
             # a job seen running has ended, or a new job came and went between two samples
@@ -204,6 +206,15 @@ class MainScreen(Screen):
         self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
         self.query_one(TrendBar).trend = data.trend if data.selected == self.selected else None
         self._show_row()
+
+    @on(JobsTable.Scrolled)
+    def _on_table_scrolled(self) -> None:
+        """Rows came on screen whose figures the sampler may not have read lately: read them now."""
+        if self.sampler is not None:
+            shown = self.table.rows_on_screen()
+            if not shown <= self.sampler.on_screen:
+                self.sampler.on_screen = shown
+                self.sampler.poke()
 
     def _show_hosts(self, hosts: list[dict]) -> None:
         """The HOST column, the host names and each remote host's state in the top bar."""

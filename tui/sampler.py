@@ -7,6 +7,12 @@ figures an agent gets), and posts one :class:`Sampler.Snapshot` message to the a
 re-arms itself; when a sample is slow (hundreds of jobs) the interval grows so the sampler never
 takes more than ~10 % of a core.
 
+With many running jobs (PARTIAL_FROM) a tick re-reads only the rows on screen (``on_screen``,
+set by the app) and the selected job, and keeps the other rows of the last full list: every row
+is read again when a job folder appears or goes, when ``events.jsonl`` grows (every start, exit,
+wait for input), and at least every FULL_EVERY seconds (a supervisor killed with -9 leaves no
+event). Off-screen CPU/RSS/QUIET figures are then up to FULL_EVERY seconds old.
+
 Nothing here touches Textual widgets: the thread only calls ``post_message`` (thread-safe).
 """
 
@@ -103,6 +109,8 @@ class Sampler(threading.Thread):
             self.data = data
 
     WATCH_GAP = 0.05  # at most one change-triggered sample per this many seconds
+    PARTIAL_FROM = 100  # running jobs from which a tick re-reads only the rows on screen
+    FULL_EVERY = 10.0  # seconds: every row is re-read at least this often
 
     def __init__(
         self,
@@ -124,8 +132,11 @@ class Sampler(threading.Thread):
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_list: list[dict[str, Any]] | None = None
-        self._last_stamp: int | None = None
+        self._last_stamp: tuple[int, ...] | None = None
         self._last_list_at = 0.0
+        self._last_full_at = 0.0
+        self._rows: dict[str, tuple[dict[str, Any], int, JobRow]] = {}  # id -> (list row, order, JobRow)
+        self.on_screen: frozenset[str] = frozenset()  # ids of the rows the table shows (the app sets it)
         remotes = getattr(registry, "remotes", None)  # a HostSet's remote hosts (core/hosts.py)
         self._remotes: dict = remotes if isinstance(remotes, dict) else {}
 
@@ -193,7 +204,7 @@ class Sampler(threading.Thread):
             if isinstance(jobs, dict):
                 error = jobs.get("error", error)
             jobs = []
-        rows = [self._row(job, order) for order, job in enumerate(jobs)]
+        rows = self._rows_of(jobs)
         trend = self._trends.add(next((r for r in rows if r.session_id == selected), None) if selected else None, now)
         inputs: list[dict[str, Any]] = []
         if selected:
@@ -230,20 +241,64 @@ class Sampler(threading.Thread):
 
     def _list(self) -> list[dict[str, Any]]:
         """``registry.list()``, skipped while nothing can have changed: no job was running at
-        the last sample and the jobs folder (where a new job appears) is untouched."""
-        jobs_dir = getattr(self.registry, "jobs_dir", None)
-        try:
-            stamp = os.stat(jobs_dir).st_mtime_ns if jobs_dir is not None else None
-        except OSError:
-            stamp = None
+        the last sample and the jobs folder (where a new job appears) and events.jsonl are
+        untouched; only the rows on screen while nothing changed but hundreds of jobs run."""
+        stamp = self._stamp()
         last = self._last_list
-        if (stamp is not None and not self._remotes and last is not None and stamp == self._last_stamp
-                and time.monotonic() - self._last_list_at < 30
-                and not any(j.get("status") == "running" for j in last)):
+        unchanged = stamp is not None and not self._remotes and last is not None and stamp == self._last_stamp
+        running = sum(j.get("status") == "running" for j in last) if unchanged and last else 0
+        now = time.monotonic()
+        if unchanged and last is not None and not running and now - self._last_list_at < 30:
             return last
+        recent = now - self._last_full_at < self.FULL_EVERY
+        if unchanged and last is not None and running >= self.PARTIAL_FROM and recent:
+            return self._partial(last, now)
         jobs = self.registry.list()
-        self._last_list, self._last_stamp, self._last_list_at = jobs, stamp, time.monotonic()
+        self._last_list, self._last_stamp, self._last_list_at = jobs, stamp, now
+        self._last_full_at = now
         return jobs
+
+    def _partial(self, last: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+        """The last full list with the rows on screen (and the selected one) read again."""
+        ids = set(self.on_screen)
+        if self.selected:
+            ids.add(self.selected)
+        fresh = self.registry.list(only=ids) if ids else []
+        if not isinstance(fresh, list):
+            return last
+        by_id = {r.get("session_id"): r for r in fresh}
+        jobs = [by_id.get(j.get("session_id"), j) for j in last]
+        self._last_list, self._last_list_at = jobs, now
+        return jobs
+
+    def _stamp(self) -> tuple[int, ...] | None:
+        """What changes when a job appears, goes, starts, exits or waits: the jobs folder's
+        mtime and events.jsonl's size and mtime."""
+        home = getattr(self.registry, "home", None)
+        jobs_dir = getattr(self.registry, "jobs_dir", None)
+        if jobs_dir is None:
+            return None
+        try:
+            stamp = (os.stat(jobs_dir).st_mtime_ns,)
+        except OSError:
+            return None
+        try:
+            st = os.stat(os.path.join(str(home), "events.jsonl"))
+            return (*stamp, st.st_size, st.st_mtime_ns)
+        except OSError:
+            return stamp
+
+    def _rows_of(self, jobs: list[dict[str, Any]]) -> list[JobRow]:
+        """JobRows of the list rows; a row dict seen at the last sample keeps its JobRow."""
+        kept, out = self._rows, []
+        self._rows = {}
+        for order, job in enumerate(jobs):
+            sid = job.get("session_id", "")
+            hit = kept.get(sid)
+            row = hit[2] if hit is not None and hit[0] is job and hit[1] == order else self._row(job, order)
+            self._rows[sid] = (job, order, row)
+            out.append(row)
+        return out
 
     @staticmethod
     def _row(job: dict[str, Any], order: int = 0) -> JobRow:
