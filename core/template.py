@@ -45,6 +45,8 @@ ACK_TIMEOUT = 30.0
 MAX_REQUEST = 16 << 20
 TEMPLATE_NAME = b"hp-template"  # process names (comm), see _name
 SUPERVISOR_NAME = b"hp-supervisor"
+SPARE_NAME = b"hp-spare"  # a supervisor forked in advance, waiting for the next spawn
+SPARE_PAUSE = 1.0  # seconds without a spare after one died without taking a request
 
 
 _PTY_PATH: str | None = None
@@ -179,6 +181,13 @@ def start(home, idle: float, log_path) -> subprocess.Popen | None:
 
 # ---- server (the template process) ---------------------------------------------------------
 def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
+    """Serve spawn requests until IDLE seconds pass without one or the socket is gone.
+
+    One spare supervisor waits ready (forked, detached, in its own session) and takes the next
+    request itself, so a spawn costs no fork of the template; as soon as it takes one, the
+    template forks the next spare. Without a spare (none could be started, or the last died
+    without a request: then none for SPARE_PAUSE seconds) the template serves a request
+    by forking for it."""
     import ctypes
     import gc
     import time
@@ -197,21 +206,38 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     _name(ctypes, TEMPLATE_NAME)
     os.chdir(home)
     listener = _listen()
+    listener.setblocking(False)  # the spare and the template both accept on it: never block
     ident = os.stat(SOCK).st_ino
+    alive_r, alive_w = os.pipe2(os.O_CLOEXEC)  # closes when the template goes: spares leave then
     gc.collect()
     gc.freeze()
+    spare, no_spare_until = -1, 0.0
     last = time.monotonic()
     while True:
-        ready, _, _ = select.select([listener], [], [], min(idle, 5.0))
+        if spare < 0 and time.monotonic() >= no_spare_until:
+            spare = _start_spare(listener, alive_r, (lock_fd, alive_w), supervisor)
+        ready, _, _ = select.select([spare] if spare >= 0 else [listener], [], [], min(idle, 5.0))
+        if ready and spare >= 0:
+            if not _read_byte(spare):  # it died without a request: serve directly for a while
+                no_spare_until = time.monotonic() + SPARE_PAUSE
+            os.close(spare)
+            spare = -1
+        elif ready:
+            _serve_one(listener, supervisor)
         if ready:
-            _serve_one(listener, lock_fd, supervisor)
             last = time.monotonic()
-            continue
-        if _socket_gone(ident) or time.monotonic() - last >= idle:
+        elif _socket_gone(ident) or time.monotonic() - last >= idle:
             break
     if not _socket_gone(ident):
         os.unlink(SOCK)
     return 0
+
+
+def _read_byte(fd: int) -> bytes:
+    try:
+        return os.read(fd, 1)
+    except OSError:
+        return b""
 
 
 def _name(ctypes, name: bytes) -> None:
@@ -250,18 +276,66 @@ def _socket_gone(ident: int) -> bool:
         return True
 
 
-def _serve_one(listener: socket.socket, lock_fd: int, supervisor) -> None:
+def _start_spare(listener: socket.socket, alive_r: int, drop: tuple, supervisor) -> int:
+    """Fork the next spare supervisor; the read end of a pipe on which it says (a byte) that it
+    took a request, or ends (it died). -1 when no process could be made."""
+    taken_r, taken_w = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(taken_r)
+        os.close(taken_w)
+        return -1
+    if pid == 0:
+        _be_spare(listener, taken_w, alive_r, (*drop, taken_r), supervisor)
+    os.close(taken_w)
+    os.waitpid(pid, 0)  # the intermediate child exits as soon as it has forked
+    return taken_r
+
+
+def _be_spare(listener: socket.socket, taken_w: int, alive_r: int, drop: tuple, supervisor) -> None:
+    """In the forked child: detach now, wait for one request, then serve it as a supervisor. It
+    never holds the home's lock, and leaves as soon as the template does."""
+    code = 0
+    try:
+        _detach(SPARE_NAME)
+        for fd in drop:
+            os.close(fd)
+        conn = _accept_one(listener, alive_r)
+        if conn is not None:
+            os.write(taken_w, b"x")
+            request, report_fd = _take(conn)
+            if request is not None:
+                code = _run(conn, report_fd, request, supervisor)
+    except BaseException as exc:  # noqa: BLE001 - the child must never return into the template
+        code = 1
+        _complain(f"hermes-procs template spare: {exc!r}")
+    os._exit(code)
+
+
+def _accept_one(listener: socket.socket, alive_r: int) -> socket.socket | None:
+    """The next connection; None once the template has gone (or accepting fails)."""
+    while True:
+        ready, _, _ = select.select([listener, alive_r], [], [])
+        if alive_r in ready:
+            return None
+        try:
+            return listener.accept()[0]
+        except (BlockingIOError, InterruptedError):  # the template, or a dying spare, took it
+            continue
+        except OSError:
+            return None
+
+
+def _serve_one(listener: socket.socket, supervisor) -> None:
+    """No spare is ready: take the request here and fork a supervisor for it."""
     try:
         conn, _ = listener.accept()
     except OSError:
         return
     report_fd = -1
     try:
-        conn.settimeout(5.0)
-        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        if uid != os.getuid():
-            return
-        request, report_fd = _read_request(conn)
+        request, report_fd = _take(conn)
         if request is None:
             return
         pid = os.fork()
@@ -269,11 +343,20 @@ def _serve_one(listener: socket.socket, lock_fd: int, supervisor) -> None:
             _become_supervisor(conn, report_fd, request, supervisor)
         os.waitpid(pid, 0)  # the intermediate child exits as soon as it has forked
     except Exception as exc:  # noqa: BLE001 - one bad request must not end the template
-        print(f"hermes-procs template: {exc!r}", file=sys.stderr, flush=True)
+        _complain(f"hermes-procs template: {exc!r}")
     finally:
         conn.close()
         if report_fd >= 0:
             os.close(report_fd)
+
+
+def _take(conn: socket.socket) -> tuple[dict | None, int]:
+    """The request of a connection from this user (see _read_request); None from another."""
+    conn.settimeout(5.0)
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if uid != os.getuid():
+        return None, -1
+    return _read_request(conn)
 
 
 def _read_request(conn: socket.socket) -> tuple[dict | None, int]:
@@ -307,31 +390,47 @@ def _read_request(conn: socket.socket) -> tuple[dict | None, int]:
 
 
 def _become_supervisor(conn: socket.socket, report_fd: int, request: dict, supervisor) -> None:
-    """In the forked child: detach, take the request's env and umask, run the supervisor."""
+    """In the forked child: detach, then run the supervisor for the request."""
     code = 1
     try:
-        if os.fork():
-            os._exit(0)  # the grandchild is reparented away from the template
-        os.setsid()
-        _name(sys.modules["ctypes"], SUPERVISOR_NAME)
-        os.dup2(report_fd, 1)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        jobdir = request["args"][0]
-        os.dup2(os.open(os.path.join(jobdir, "supervisor.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
-        conn.sendall(b"forked %d\n" % os.getpid())  # fails (and nothing starts) if the caller gave up
-        os.closerange(3, 65536)  # the listener, the lock, this connection: nothing of the template
-        os.chdir("/")
-        os.umask(request["umask"] & 0o777)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        supervisor.LAUNCH = "template"
-        code = supervisor.main(request["args"])
+        _detach(SUPERVISOR_NAME)
+        code = _run(conn, report_fd, request, supervisor)
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the template
-        try:
-            os.write(2, f"hermes-procs template child: {exc!r}\n".encode())
-        except OSError:
-            pass
+        _complain(f"hermes-procs template child: {exc!r}")
     os._exit(code)
+
+
+def _detach(name: bytes) -> None:
+    """Fork again and go on in the grandchild, reparented away from the template, in a session
+    of its own."""
+    if os.fork():
+        os._exit(0)
+    _name(sys.modules["ctypes"], name)  # first: only the template leads a session as hp-template
+    os.setsid()
+
+
+def _run(conn: socket.socket, report_fd: int, request: dict, supervisor) -> int:
+    """Take the request's env and umask, nothing of the template's fds, and run the supervisor."""
+    _name(sys.modules["ctypes"], SUPERVISOR_NAME)
+    os.dup2(report_fd, 1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    jobdir = request["args"][0]
+    os.dup2(os.open(os.path.join(jobdir, "supervisor.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 2)
+    conn.sendall(b"forked %d\n" % os.getpid())  # fails (and nothing starts) if the caller gave up
+    os.closerange(3, 65536)  # the listener, the lock, this connection: nothing of the template
+    os.chdir("/")
+    os.umask(request["umask"] & 0o777)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    supervisor.LAUNCH = "template"
+    return supervisor.main(request["args"])
+
+
+def _complain(line: str) -> None:
+    try:
+        os.write(2, f"{line}\n".encode())
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ def _long_idle(monkeypatch):
 
 
 def _templates(home) -> list[int]:
-    """Pids of the template processes serving `home` (the supervisors it forks share its command
-    line, not its name)."""
+    """Pids of the template processes serving `home` (the supervisors and spares it forks share
+    its command line, not its name; a child of it has its name for a moment, but never leads a
+    session under it)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -39,7 +40,8 @@ def _templates(home) -> list[int]:
                 comm = fh.read().strip()
         except OSError:
             continue
-        if comm == template.TEMPLATE_NAME and os.fsencode(home) in argv and pid_alive(int(name)):
+        if comm == template.TEMPLATE_NAME and os.fsencode(home) in argv and pid_alive(int(name)) \
+                and _leads_session(int(name)):
             found.append(int(name))
     return found
 
@@ -54,6 +56,13 @@ def _warm(registry, home) -> int:
 
 def _supervisor(registry, job) -> int:
     return json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())["supervisor_pid"]
+
+
+def _leads_session(pid: int) -> bool:
+    try:
+        return _ppid_sid(pid)[1] == pid
+    except OSError:
+        return False
 
 
 def _ppid_sid(pid: int) -> tuple[int, int]:
