@@ -17,6 +17,8 @@ grandchild (reparented away from the template, in its own session, with the requ
 umask and nothing else of the template's fds) writes `forked PID` on the connection and runs
 `supervisor.main(args)`, which starts the job and writes its usual report line on the pipe. The
 template never runs job code and no job depends on it: kill it and every job keeps running.
+One such grandchild is forked in advance (a spare, `hp-spare`): it waits on the socket and takes
+the next request itself, so a warm spawn costs no fork; the template then forks the next one.
 
 Client (`spawn`): returns the supervisor's report line, or None when no template took the
 request (none running, stale socket, wrong owner or mode, no acknowledgement): nothing was
@@ -47,6 +49,7 @@ TEMPLATE_NAME = b"hp-template"  # process names (comm), see _name
 SUPERVISOR_NAME = b"hp-supervisor"
 SPARE_NAME = b"hp-spare"  # a supervisor forked in advance, waiting for the next spawn
 SPARE_PAUSE = 1.0  # seconds without a spare after one died without taking a request
+SPARE_STALL = 0.25  # seconds a connection may wait for the spare before the template takes it
 
 
 _PTY_PATH: str | None = None
@@ -186,8 +189,8 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     One spare supervisor waits ready (forked, detached, in its own session) and takes the next
     request itself, so a spawn costs no fork of the template; as soon as it takes one, the
     template forks the next spare. Without a spare (none could be started, or the last died
-    without a request: then none for SPARE_PAUSE seconds) the template serves a request
-    by forking for it."""
+    without a request: then none for SPARE_PAUSE seconds), or when a connection has waited
+    SPARE_STALL seconds for it (a stopped spare), the template serves a request by forking."""
     import ctypes
     import gc
     import time
@@ -212,20 +215,29 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     gc.collect()
     gc.freeze()
     spare, no_spare_until = -1, 0.0
+    pending = None  # since when a connection waits that the spare has not taken
     last = time.monotonic()
     while True:
         if spare < 0 and time.monotonic() >= no_spare_until:
             spare = _start_spare(listener, alive_r, (lock_fd, alive_w), supervisor)
-        ready, _, _ = select.select([spare] if spare >= 0 else [listener], [], [], min(idle, 5.0))
-        if ready and spare >= 0:
-            if not _read_byte(spare):  # it died without a request: serve directly for a while
-                no_spare_until = time.monotonic() + SPARE_PAUSE
+        if spare < 0:
+            watch, timeout = [listener], min(idle, 5.0)
+        else:
+            watch, timeout = ([spare], SPARE_STALL / 5) if pending else ([spare, listener], min(idle, 5.0))
+        ready, _, _ = select.select(watch, [], [], timeout)
+        if spare >= 0 and spare in ready:  # it took a request (a byte), or died (end of file)
+            if not _read_byte(spare):
+                no_spare_until = time.monotonic() + SPARE_PAUSE  # meanwhile serve directly
             os.close(spare)
-            spare = -1
-        elif ready:
+            spare, pending, last = -1, None, time.monotonic()
+        elif spare < 0 and ready:
             _serve_one(listener, supervisor)
-        if ready:
             last = time.monotonic()
+        elif ready or pending:  # a connection the spare should take at once: a stopped one is bypassed
+            pending = pending or time.monotonic()
+            if time.monotonic() - pending >= SPARE_STALL:
+                _serve_one(listener, supervisor)  # accepts nothing if the spare took it meanwhile
+                pending, last = None, time.monotonic()
         elif _socket_gone(ident) or time.monotonic() - last >= idle:
             break
     if not _socket_gone(ident):

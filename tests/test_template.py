@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import multiprocessing
 import os
@@ -29,6 +30,15 @@ def _templates(home) -> list[int]:
     """Pids of the template processes serving `home` (the supervisors and spares it forks share
     its command line, not its name; a child of it has its name for a moment, but never leads a
     session under it)."""
+    return _named(home, template.TEMPLATE_NAME)
+
+
+def _spares(home) -> list[int]:
+    """Pids of the spare supervisors waiting for the next spawn of `home`."""
+    return _named(home, template.SPARE_NAME)
+
+
+def _named(home, comm_name: bytes) -> list[int]:
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -40,7 +50,7 @@ def _templates(home) -> list[int]:
                 comm = fh.read().strip()
         except OSError:
             continue
-        if comm == template.TEMPLATE_NAME and os.fsencode(home) in argv and pid_alive(int(name)) \
+        if comm == comm_name and os.fsencode(home) in argv and pid_alive(int(name)) \
                 and _leads_session(int(name)):
             found.append(int(name))
     return found
@@ -247,6 +257,44 @@ def test_back_to_back_spawns_all_go_through_the_template(registry, home):
     _warm(registry, home)
     jobs = [registry.spawn("true") for _ in range(150)]
     assert [job["session_id"] for job in jobs if _cold(registry, job)] == []
+
+
+def test_a_spare_supervisor_takes_the_next_spawn_and_is_replaced(registry, home):
+    _warm(registry, home)
+    wait_until(lambda: len(_spares(home)) == 1, timeout=15)
+    spare = _spares(home)[0]
+    job = registry.spawn("echo hi")
+    assert _supervisor(registry, job) == spare and not _cold(registry, job)
+    assert registry.wait(job["session_id"], timeout=30)["output"].strip() == "hi"
+    wait_until(lambda: len(_spares(home)) == 1 and _spares(home)[0] != spare, timeout=15)
+
+
+def test_spare_leaves_with_its_template_and_never_holds_the_lock(registry, home):
+    tpl = _warm(registry, home)
+    wait_until(lambda: len(_spares(home)) == 1, timeout=15)
+    spare = _spares(home)[0]
+    os.kill(tpl, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(spare), timeout=15)
+    job = registry.spawn("echo after")  # cold: a new template can take the lock at once
+    assert _cold(registry, job)
+    assert registry.wait(job["session_id"], timeout=30)["output"].strip() == "after"
+    wait_until(lambda: len(_templates(home)) == 1 and _templates(home)[0] != tpl, timeout=15)
+
+
+@pytest.mark.parametrize("how", [signal.SIGSTOP, signal.SIGKILL])
+def test_a_stopped_or_killed_spare_is_bypassed(registry, home, how):
+    _warm(registry, home)
+    wait_until(lambda: len(_spares(home)) == 1, timeout=15)
+    spare = _spares(home)[0]
+    os.kill(spare, how)
+    try:
+        for _ in range(3):  # each through the template (a stopped spare is waited for 0.25 s)
+            job = registry.spawn("echo ok")
+            assert not _cold(registry, job) and _supervisor(registry, job) != spare
+            assert registry.wait(job["session_id"], timeout=30)["output"].strip() == "ok"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(spare, signal.SIGKILL)
 
 
 def test_template_exits_when_idle_or_its_socket_is_removed(registry, home, monkeypatch):
