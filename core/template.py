@@ -432,8 +432,7 @@ def _run(conn: socket.socket, report_fd: int, request: dict, supervisor) -> int:
     os.closerange(3, 65536)  # the listener, the lock, this connection: nothing of the template
     os.chdir("/")
     os.umask(request["umask"] & 0o777)
-    os.environ.clear()
-    os.environ.update(request["env"])
+    supervisor.JOB_ENV = request["env"]  # the template's own environment is empty
     supervisor.LAUNCH = "template"
     return supervisor.main(request["args"])
 

@@ -84,3 +84,21 @@ def test_job_inherits_no_fd_of_its_supervisor(registry, home, monkeypatch, pty, 
         out = registry.wait(job["session_id"], timeout=30)["output"].split()
         assert out[-2:] == [f"{umask:04o}", "/usr"], out
         assert set(out[:-2]) <= {"0", "1", "2", "3"}, out
+
+
+@pytest.mark.parametrize("pty", [False, True])
+@pytest.mark.parametrize("idle", ["0", "120"])
+def test_a_shell_by_name_is_found_in_the_jobs_path(registry, home, tmp_path, monkeypatch, pty, idle):
+    """The supervisor looks the program up itself (a template-forked one does not take the job's
+    environment as its own): a shell given by name comes from the job's PATH, first entry first."""
+    monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", idle)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "mysh").write_text("#!/bin/sh\necho via-mysh\nexec /bin/sh \"$@\"\n")
+    (tools / "mysh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setenv("HERMES_PROCS_SHELL", "mysh -c")
+    for _ in range(2):
+        job = registry.spawn("echo $HP_X", env={"HP_X": "from-env"}, pty=pty)
+        assert job["status"] == "running", job
+        assert registry.wait(job["session_id"], timeout=30)["output"].split() == ["via-mysh", "from-env"]
