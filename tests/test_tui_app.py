@@ -322,6 +322,42 @@ async def test_signal_chooser(registry):
         assert table.rows_by_id[other].exit_code == -15
 
 
+async def test_job_actions_say_why_they_do_nothing(registry):
+    """The one preamble of the job actions (MainScreen._job_for): no job selected, the job has
+    exited, a read-only dashboard. Each case is a toast and no dialog."""
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await pilot.pause(0.3)
+        assert app.main.selected is None
+        for key in ("k", "s", "r", "p", "c", "C", "ampersand"):
+            before = notes(app).count("Select a job first.")
+            await pilot.press(key)
+            await until(pilot, lambda n=before + 1: notes(app).count("Select a job first.") == n, what=key)
+            assert app.screen is app.main, key
+        await pilot.press("i")
+        await until(pilot, lambda: "Select a running job to type into it." in notes(app), what="i")
+        sid = spawn(registry, "true", name="done")
+        await until(pilot, lambda: sid in table.rows_by_id and not table.rows_by_id[sid].running, what="exited")
+        await select(pilot, app, sid)
+        await pilot.press("s")
+        await until(pilot, lambda: "The job has exited." in notes(app), what="signal on an exited job")
+        await pilot.press("a")
+        await until(pilot, lambda: "nothing to attach to" in notes(app), what="attach to an exited job")
+        assert app.screen is app.main
+        app.main.registry.read_only = True  # what web --read-only's registry says
+        try:
+            for key in ("k", "s", "r", "t", "a", "i", "n"):
+                before = notes(app).count("read-only")
+                await pilot.press(key)
+                await until(pilot, lambda n=before + 1: notes(app).count("read-only") == n, what=key)
+                assert app.screen is app.main, key
+            await pilot.press("p")  # looking is allowed
+            await until(pilot, lambda: app.screen is not app.main, what="the tree opens")
+        finally:
+            del app.main.registry.read_only
+
+
 async def test_new_job_dialog(registry, tmp_path):
     app = make_app(registry)
     async with app.run_test(size=(100, 30)) as pilot:

@@ -16,6 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from hermes_procs.core.model import SENDABLE_SIGNALS
+
 __all__ = ["KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
 
 _DIALOG_CSS = """
@@ -180,17 +182,13 @@ class RerunScreen(ModalScreen[bool]):
         self.dismiss(True)
 
 
-SIGNALS = (
-    ("INT", "interrupt (like Ctrl-C)"),
-    ("TERM", "terminate politely"),
-    ("HUP", "hang up / reload"),
-    ("KILL", "kill at once (cannot be caught)"),
-)
+# the signals offered for a job's process group; one process also gets STOP and CONT (proc_tree)
+JOB_SIGNALS = ("INT", "TERM", "HUP", "KILL")
 
 
 class SignalScreen(ModalScreen[str | None]):
-    """Choose a signal for the job's process group (or `signals` for one process). Dismisses with
-    its name or None."""
+    """Choose one of `signals` (names of SENDABLE_SIGNALS, shown with what each is for) to send
+    to `target` (a job's name or command, "process 1234"). Dismisses with its name or None."""
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="SignalScreen") + """
     SignalScreen OptionList { height: auto; border: none; }
@@ -203,16 +201,17 @@ class SignalScreen(ModalScreen[str | None]):
         Binding("k", "pick('KILL')", "KILL", show=False),
     ]
 
-    def __init__(self, job: Any, signals: tuple[tuple[str, str], ...] = SIGNALS) -> None:
+    def __init__(self, target: str, signals: tuple[str, ...] = JOB_SIGNALS) -> None:
         super().__init__()
-        self.job = job
+        self.target = target
         self.signals = signals
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Send a signal to {self.job.name or self.job.command}"[:60], classes="title")
+            yield Label(f"Send a signal to {self.target}"[:60], classes="title")
             yield OptionList(
-                *[Option(Text.assemble((f"{name:<5}", "bold"), f" {desc}"), id=name) for name, desc in self.signals],
+                *[Option(Text.assemble((f"{name:<5}", "bold"), f" {SENDABLE_SIGNALS[name]}"), id=name)
+                  for name in self.signals],
                 id="signals",
             )
             yield Static(Text("Enter sends · i/t/h/k pick · Esc cancels", style="dim"))

@@ -48,6 +48,7 @@ from .messages import (
 )
 from .notify import alert
 from .proc_tree import TreeScreen
+from .readonly import refused
 from .sampler import JobRow, Sampler, SnapshotData
 from .sparklines import TrendBar
 from .terminal import TerminalPane
@@ -390,16 +391,11 @@ class MainScreen(Screen):
     # --- terminal pane ------------------------------------------------------------------
 
     def action_terminal(self) -> None:
-        if self._refused():
-            return
-        row = self.current_row()
+        row = self._job_for(missing=None, exited="The job has exited; its output stays in the log pane.")
         if row is None:
             return
         if not row.pty:
             self.notify("This job has no PTY: its output is in the log pane, type with i.", timeout=4)
-            return
-        if not row.running:
-            self.notify("The job has exited; its output stays in the log pane.", timeout=4)
             return
         if self.terminal is not None and self.terminal.session_id == row.session_id:
             self.terminal.focus()
@@ -440,15 +436,9 @@ class MainScreen(Screen):
         self._poke()
 
     def action_full_attach(self) -> None:
-        if self._refused():
-            return
-        row = self.current_row()
-        if row is None:
-            return
-        if not row.running:
-            self.notify("The job has exited: nothing to attach to.", timeout=4)
-            return
-        self._full_attach(row.session_id)
+        row = self._job_for(missing=None, exited="The job has exited: nothing to attach to.")
+        if row is not None:
+            self._full_attach(row.session_id)
 
     def _full_attach(self, session_id: str) -> None:
         full_attach(self.app, self.registry, session_id)
@@ -458,22 +448,28 @@ class MainScreen(Screen):
 
     def _refused(self) -> bool:
         """True, with a toast, when this dashboard may not change jobs (web --read-only)."""
-        read_only = getattr(self.registry, "read_only", False) is True
-        if read_only:
-            self.notify("This dashboard is read-only: it shows jobs, it does not change them.",
-                        title="Read-only", severity="warning", timeout=3, markup=False)
-        return read_only
+        return refused(self, self.registry)
 
-    def _need_row(self) -> JobRow | None:
+    def _job_for(self, *, changes: bool = True, missing: str | None = "Select a job first.",
+                 exited: str | None = None) -> JobRow | None:
+        """The selected job an action works on, or None after a toast saying why not: the
+        dashboard is read-only and the action `changes` the job; no job is selected (the
+        `missing` toast; None: no toast); the job has exited and the action needs a running
+        one (the `exited` toast)."""
+        if changes and self._refused():
+            return None
         row = self.current_row()
         if row is None:
-            self.notify("Select a job first.", timeout=3)
+            if missing:
+                self.notify(missing, timeout=3)
+            return None
+        if exited and not row.running:
+            self.notify(exited, timeout=4)
+            return None
         return row
 
     def action_kill(self) -> None:
-        if self._refused():
-            return
-        row = self._need_row()
+        row = self._job_for()
         if row is None:
             return
 
@@ -501,9 +497,7 @@ class MainScreen(Screen):
         name; the new job records ``rerun_of``) and select it; the old job and its log stay.  A
         job still running is killed first, after a confirmation (RerunScreen says why not a
         second copy)."""
-        if self._refused():
-            return
-        row = self._need_row()
+        row = self._job_for()
         if row is None:
             return
         if not row.running:
@@ -534,20 +528,15 @@ class MainScreen(Screen):
         self._poke()
 
     def action_signal(self) -> None:
-        if self._refused():
-            return
-        row = self._need_row()
+        row = self._job_for(exited="The job has exited.")
         if row is None:
-            return
-        if not row.running:
-            self.notify("The job has exited.", timeout=3)
             return
 
         def chosen(sig: str | None) -> None:
             if sig:
                 self._send_signal(row.session_id, sig)
 
-        self.app.push_screen(SignalScreen(row), chosen)
+        self.app.push_screen(SignalScreen(row.name or row.command), chosen)
 
     @work(thread=True, group="actions")
     def _send_signal(self, session_id: str, sig: str) -> None:
@@ -560,7 +549,7 @@ class MainScreen(Screen):
             self.post_message(ActionFailed("Signal", result.get("error") or str(result.get("status"))))
 
     def action_process_tree(self) -> None:
-        row = self._need_row()
+        row = self._job_for(changes=False)
         if row is not None:
             self.app.push_screen(TreeScreen(self.registry, row, self.table.host_name(row.host) if row.host else ""))
 
@@ -638,13 +627,13 @@ class MainScreen(Screen):
         self._poke()
 
     def action_copy_command(self) -> None:
-        row = self._need_row()
+        row = self._job_for(changes=False)
         if row is not None:
             self.app.copy_to_clipboard(row.command)
             self.notify(one_line(row.command)[:60], title="Copied the command", timeout=3, markup=False)
 
     def action_copy_id(self) -> None:
-        row = self._need_row()
+        row = self._job_for(changes=False)
         if row is not None:
             self.app.copy_to_clipboard(row.session_id)
             self.notify(row.session_id, title="Copied the id", timeout=3, markup=False)
@@ -688,11 +677,8 @@ class MainScreen(Screen):
         (self.terminal or self.log_pane).focus()
 
     def action_focus_input(self) -> None:
-        if self._refused():
-            return
-        row = self.current_row()
-        if row is None or not row.running:
-            self.notify("Select a running job to type into it.", timeout=3)
+        typing = "Select a running job to type into it."
+        if self._job_for(missing=typing, exited=typing) is None:
             return
         if self.terminal is not None:
             self.terminal.focus()
@@ -706,8 +692,7 @@ class MainScreen(Screen):
         self.query_one(FindBox).open()
 
     def action_filter_log(self) -> None:
-        if self.current_row() is None:
-            self.notify("Select a job first.", timeout=3)
+        if self._job_for(changes=False) is None:
             return
         if self.terminal is not None:
             self._close_terminal(refocus=False)

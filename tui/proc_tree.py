@@ -12,7 +12,6 @@ the exact process that was shown.
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 from typing import Any
 
 from rich.text import Text
@@ -25,8 +24,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
 
 from .bars import one_line
-from .dialogs import _DIALOG_CSS, SignalScreen
+from .dialogs import _DIALOG_CSS, JOB_SIGNALS, SignalScreen
 from .jobs_table import fmt_bytes
+from .readonly import refused
 from .sampler import JobRow
 
 __all__ = ["STATES", "KillProcessScreen", "TreeScreen", "tree_prefixes"]
@@ -35,14 +35,7 @@ REFRESH = 1.0  # seconds between two looks at the tree
 STATES = {"R": "running", "S": "sleeping", "D": "disk wait", "T": "stopped", "t": "traced", "Z": "zombie",
           "X": "dead", "I": "idle", "W": "paging", "P": "parked"}
 # the signals offered for one process: the job's four, and pausing / resuming it
-PROCESS_SIGNALS = (
-    ("INT", "interrupt (like Ctrl-C)"),
-    ("TERM", "terminate politely"),
-    ("HUP", "hang up / reload"),
-    ("KILL", "kill at once (cannot be caught)"),
-    ("STOP", "pause it (cannot be caught)"),
-    ("CONT", "resume it after STOP"),
-)
+PROCESS_SIGNALS = (*JOB_SIGNALS, "STOP", "CONT")
 _COLUMNS = (("pid", "PID", 8), ("state", "STATE", 10), ("cpu", "CPU%", 6), ("rss", "RSS", 7),
             ("input", "", 7), ("command", "COMMAND", None))
 
@@ -271,9 +264,7 @@ class TreeScreen(ModalScreen[None]):
         return self.processes[row] if 0 <= row < len(self.processes) else None
 
     def _target(self) -> dict | None:
-        if getattr(self.registry, "read_only", False) is True:
-            self.notify("This dashboard is read-only: it shows jobs, it does not change them.",
-                        title="Read-only", severity="warning", timeout=3, markup=False)
+        if refused(self, self.registry):
             return None
         process = self.highlighted()
         if process is None:
@@ -300,8 +291,7 @@ class TreeScreen(ModalScreen[None]):
             if sig:
                 self._signal(process, sig)
 
-        shown = SimpleNamespace(name=f"process {process['pid']}", command=process["command"])
-        self.app.push_screen(SignalScreen(shown, PROCESS_SIGNALS), chosen)
+        self.app.push_screen(SignalScreen(f"process {process['pid']}", PROCESS_SIGNALS), chosen)
 
     @work(thread=True, group="tree-signal")
     def _signal(self, process: dict, sig: str) -> None:
