@@ -139,3 +139,19 @@ def remote(server, monkeypatch):
         if job.get("status") == "running":
             reg.kill(job["session_id"], grace=0.2)
     reg.conn.close()
+
+
+# ---- a private tmux server (tests/tmux.py) for the end-to-end tests in a real terminal ------
+
+@pytest.fixture
+def tmux():
+    """A tmux server of this test's own (skips where tmux is not installed), killed afterwards."""
+    import shutil
+
+    from tmux import Tmux
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    server = Tmux()
+    yield server
+    server.close()

@@ -4,46 +4,32 @@ passthrough) when a job starts waiting for input or fails; the bytes are capture
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import sys
 
 import pytest
 from conftest import wait_until
-from test_e2e_tmux import keys, tmux, wait_screen
+from tmux import SESSION, dashboard_command
 
-pytestmark = [
-    pytest.mark.timeout(60),
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
-]
+pytestmark = pytest.mark.timeout(60)
 
 
 def passthrough(message: str) -> bytes:
     return b"\x1bPtmux;\x1b\x1b]9;hermes-procs: " + message.encode() + b"\x07\x1b\\"
 
 
-def test_bell_and_osc9_reach_the_terminal(registry, home, tmp_path):
-    name = f"hp-notify-{os.getpid()}"
+def test_bell_and_osc9_reach_the_terminal(registry, home, tmp_path, tmux):
     out = tmp_path / "pane.out"
-    cmd = (
-        f"cd {shlex.quote(os.getcwd())} && HERMES_PROCS_HOME={shlex.quote(str(home))} "
-        f"XDG_CONFIG_HOME={shlex.quote(str(tmp_path / 'config'))} "
-        f"{shlex.quote(sys.executable)} -m hermes_procs --home {shlex.quote(str(home))}; sleep 5"
-    )
     registry.spawn("sleep 60", name="e2e-marker")  # on screen: the first sample has been taken
-    tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", cmd)
-    try:
-        tmux("pipe-pane", "-o", "-t", name, f"cat >> {shlex.quote(str(out))}")
-        wait_screen(name, lambda t: "e2e-marker" in t, what="the first sample")
-        failing = registry.spawn("sleep 0.5; exit 7", name="e2e-failing")["session_id"]
-        asker = registry.spawn(f"{sys.executable} -c \"input('Continue? ')\"", name="e2e-asker")["session_id"]
-        wait_screen(name, lambda t: "exited 7" in t and "waiting for input" in t, what="both events")
-        wait_until(lambda: out.exists() and passthrough("e2e-failing: exited 7") in out.read_bytes(), 15)
-        wait_until(lambda: passthrough("e2e-asker is waiting for input: Continue?") in out.read_bytes(), 15)
-        assert out.read_bytes().count(b"\x07\x1bPtmux;") == 2  # each with the bell first
-        assert registry.poll(asker)["status"] == "running" and failing
-        keys(name, "q")
-        wait_screen(name, lambda t: "e2e-marker" not in t, what="the app closing")
-    finally:
-        tmux("kill-session", "-t", name)
+    tmux.start(dashboard_command(home, XDG_CONFIG_HOME=tmp_path / "config"))
+    tmux("pipe-pane", "-o", "-t", SESSION, f"cat >> {shlex.quote(str(out))}")
+    tmux.wait_screen(lambda t: "e2e-marker" in t, what="the first sample")
+    failing = registry.spawn("sleep 0.5; exit 7", name="e2e-failing")["session_id"]
+    asker = registry.spawn(f"{sys.executable} -c \"input('Continue? ')\"", name="e2e-asker")["session_id"]
+    tmux.wait_screen(lambda t: "exited 7" in t and "waiting for input" in t, what="both events")
+    wait_until(lambda: out.exists() and passthrough("e2e-failing: exited 7") in out.read_bytes(), 15)
+    wait_until(lambda: passthrough("e2e-asker is waiting for input: Continue?") in out.read_bytes(), 15)
+    assert out.read_bytes().count(b"\x07\x1bPtmux;") == 2  # each with the bell first
+    assert registry.poll(asker)["status"] == "running" and failing
+    tmux.keys("q")
+    tmux.wait_screen(lambda t: "e2e-marker" not in t, what="the app closing")

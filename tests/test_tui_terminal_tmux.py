@@ -3,17 +3,13 @@ attach (App.suspend + raw proxy), Ctrl-] back to the app, and the leave chord.""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 import textwrap
 import time
-import uuid
 
 import pytest
 
 pytest.importorskip("bittty")
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 
 APP = textwrap.dedent("""
     import sys
@@ -46,55 +42,24 @@ APP = textwrap.dedent("""
 """)
 
 
-class Tmux:
-    def __init__(self, tmp_path):
-        self.socket = f"hp-term-{uuid.uuid4().hex[:8]}"
-        self.tmp = tmp_path
-
-    def __call__(self, *args, check=True):
-        return subprocess.run(["tmux", "-L", self.socket, *args], check=check,
-                              capture_output=True, text=True, timeout=10)
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "t").stdout
-
-    def wait(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not on screen:\n{screen}")
-            time.sleep(0.1)
-
-
-@pytest.fixture
-def tmux(tmp_path):
-    t = Tmux(tmp_path)
-    yield t
-    t("kill-server", check=False)
-
-
 def test_pane_full_attach_and_back(registry, home, tmp_path, tmux):
     sid = registry.spawn(f"{sys.executable} -q -i", pty=True)["session_id"]
     app = tmp_path / "demo_app.py"
     app.write_text(APP)
-    tmux("new-session", "-d", "-s", "t", "-x", "90", "-y", "26",
-         # COLUMNS/LINES in the environment would override the real size for Textual.
-         f"env -u COLUMNS -u LINES {sys.executable} {app} {home} {sid}")
+    # COLUMNS/LINES in the environment would override the real size for Textual.
+    tmux.start(f"env -u COLUMNS -u LINES {sys.executable} {app} {home} {sid}", width=90, height=26)
     tmux.wait(">>>")
-    tmux("send-keys", "-t", "t", "print(6*7)", "Enter")
+    tmux.keys("print(6*7)", "Enter")
     tmux.wait("42")
-    tmux("send-keys", "-t", "t", "C-t")  # full-screen attach
+    tmux.keys("C-t")  # full-screen attach
     tmux.wait("detach with Ctrl-]")
-    tmux("send-keys", "-t", "t", "import os; os.get_terminal_size()", "Enter")
+    tmux.keys("import os; os.get_terminal_size()", "Enter")
     tmux.wait("columns=90, lines=26")  # the whole terminal is the job's
-    tmux("send-keys", "-t", "t", "C-]")
+    tmux.keys("C-]")
     tmux.wait("full attach returned 0")
     time.sleep(1.0)  # the app re-measures itself after resuming; the pane re-sizes the job
-    tmux("send-keys", "-t", "t", "os.get_terminal_size()", "Enter")
+    tmux.keys("os.get_terminal_size()", "Enter")
     tmux.wait("columns=90, lines=25")  # back to the pane's size (below the header line)
-    tmux("send-keys", "-t", "t", "C-]")
+    tmux.keys("C-]")
     tmux.wait("left the pane")
     assert registry.poll(sid)["status"] == "running"
