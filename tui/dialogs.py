@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from hermes_procs.core.model import SENDABLE_SIGNALS
 
-__all__ = ["KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
+__all__ = ["ConfirmScreen", "KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
 
 _DIALOG_CSS = """
 {name} {{
@@ -50,6 +50,25 @@ _DIALOG_CSS = """
     min-width: 10;
 }}
 """
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question: a subclass composes it with a ``#cancel`` and a ``#confirm`` button and
+    binds ``y`` to ``confirm``. The confirm button has the focus; dismisses with True (y, Enter
+    on the button) or False (n, Esc, Cancel)."""
+
+    BINDINGS = [Binding("escape,n", "cancel", "Cancel")]
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm", Button).focus()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    @on(Button.Pressed, "#confirm")
+    def action_confirm(self) -> None:
+        self.dismiss(True)
 
 
 class KillScreen(ModalScreen[dict | None]):
@@ -133,7 +152,7 @@ class KillScreen(ModalScreen[dict | None]):
         button.focus()
 
 
-class RerunScreen(ModalScreen[bool]):
+class RerunScreen(ConfirmScreen):
     """Confirm the rerun of a job that still runs: it is killed, then started again as a new job.
 
     Dismisses with True (go on) or False.  The running copy is stopped rather than a second one
@@ -146,10 +165,7 @@ class RerunScreen(ModalScreen[bool]):
     RerunScreen > Vertical { border: thick $warning 80%; }
     RerunScreen #rerun-note { height: auto; color: $text-muted; margin-top: 1; }
     """
-    BINDINGS = [
-        Binding("escape,n", "cancel", "Cancel"),
-        Binding("y", "confirm", "Rerun"),
-    ]
+    BINDINGS = [Binding("y", "confirm", "Rerun")]
 
     def __init__(self, job: Any) -> None:
         super().__init__()
@@ -169,17 +185,6 @@ class RerunScreen(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Cancel (n)", id="cancel", compact=True)
                 yield Button("Kill and rerun (y)", id="confirm", variant="warning", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm", Button).focus()
-
-    @on(Button.Pressed, "#cancel")
-    def action_cancel(self) -> None:
-        self.dismiss(False)
-
-    @on(Button.Pressed, "#confirm")
-    def action_confirm(self) -> None:
-        self.dismiss(True)
 
 
 # the signals offered for a job's process group; one process also gets STOP and CONT (proc_tree)

@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
 
 from .bars import one_line
-from .dialogs import _DIALOG_CSS, JOB_SIGNALS, SignalScreen
+from .dialogs import _DIALOG_CSS, JOB_SIGNALS, ConfirmScreen, SignalScreen
 from .jobs_table import fmt_bytes
 from .readonly import refused
 from .sampler import JobRow
@@ -59,13 +59,13 @@ def tree_prefixes(rows: list[dict]) -> list[str]:
     return out
 
 
-class KillProcessScreen(ModalScreen[bool]):
+class KillProcessScreen(ConfirmScreen):
     """Confirm killing one process (SIGKILL). Dismisses with True to kill."""
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="KillProcessScreen") + """
     KillProcessScreen > Vertical { border: thick $error 80%; }
     """
-    BINDINGS = [Binding("escape,n", "cancel", "Cancel"), Binding("y", "confirm", "Kill")]
+    BINDINGS = [Binding("y", "confirm", "Kill")]
 
     def __init__(self, process: dict) -> None:
         super().__init__()
@@ -80,17 +80,6 @@ class KillProcessScreen(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Cancel (n)", id="cancel", compact=True)
                 yield Button("Kill (y)", id="confirm", variant="error", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm", Button).focus()
-
-    @on(Button.Pressed, "#cancel")
-    def action_cancel(self) -> None:
-        self.dismiss(False)
-
-    @on(Button.Pressed, "#confirm")
-    def action_confirm(self) -> None:
-        self.dismiss(True)
 
 
 class TreeScreen(ModalScreen[None]):
