@@ -264,12 +264,36 @@ def tail_bytes(jobdir: Path, n: int) -> bytes:
 
 def tail_span(jobdir: Path, n: int) -> tuple[int, bytes]:
     """The last ``n`` retained bytes and the absolute offset of their first byte."""
+    never_rotated = _unrotated_tail(jobdir, n)
+    if never_rotated is not None:
+        return never_rotated
     layout = _Layout.of_jobdir(Path(jobdir))
     try:
         start = max(layout.base, layout.end - max(0, n))
         return start, layout.read(start, layout.end)
     finally:
         layout.close()
+
+
+def _unrotated_tail(jobdir: Path, n: int) -> tuple[int, bytes] | None:
+    """tail_span of a log that never rotated (no output.log.1, no logstate.json: its offsets
+    are absolute), from one descriptor: what list() pays for most jobs. None otherwise.
+
+    The checks come after the open: a rotation before them is seen (the slow path runs); after
+    them, the descriptor still holds the first segment, whose offsets stay right."""
+    folder = os.fspath(jobdir)
+    try:
+        fd = os.open(os.path.join(folder, LOG_NAME), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if any(os.path.lexists(os.path.join(folder, name)) for name in (OLD_LOG_NAME, STATE_NAME)):
+            return None
+        size = os.fstat(fd).st_size
+        start = max(0, size - max(0, n))
+        return start, os.pread(fd, size - start, start) if size > start else b""
+    finally:
+        os.close(fd)
 
 
 # --- line index ----------------------------------------------------------------------

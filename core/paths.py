@@ -158,18 +158,24 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)  # replaces a planted link itself, never its target
 
 
-def read_json(path: Path) -> dict | None:
-    """The JSON object in `path`; None when missing; ValueError when corrupt (or a symlink)."""
+def read_json(path: Path | str) -> dict | None:
+    """The JSON object in `path` (its first MiB); None when missing; ValueError when corrupt
+    (or a symlink). Read with plain os.read calls: list() reads a few of these per job."""
     try:
-        with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as fh:
-            raw = fh.read(1 << 20)
+        fd = open_nofollow(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ValueError(str(exc)) from None
         raise
+    try:
+        raw = os.read(fd, 1 << 16)
+        if len(raw) == 1 << 16:  # a big one (a short read of a regular file is its end)
+            raw += os.read(fd, (1 << 20) - len(raw))
+    finally:
+        os.close(fd)
     data = json.loads(raw)
     if not isinstance(data, dict):
-        raise ValueError(f"{path.name} is not a JSON object")
+        raise ValueError(f"{os.path.basename(path)} is not a JSON object")
     return data

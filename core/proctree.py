@@ -39,12 +39,23 @@ class Row:
 
 def stat_fields(pid: int) -> list[str] | None:
     """Fields of /proc/PID/stat after the command name (index 0 = state), or None if gone."""
+    raw = read_small(f"/proc/{pid}/stat")
+    return raw[raw.rfind(b")") + 2:].decode().split() if raw is not None else None
+
+
+def read_small(path: str, size: int = 4096) -> bytes | None:
+    """Up to `size` bytes of a small /proc file in one read (no file object: the figures of a
+    list read several per job), or None if it is gone (or not ours to read)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    return raw[raw.rfind(b")") + 2:].decode().split()
+    try:
+        return os.read(fd, size)
+    except (ProcessLookupError, PermissionError):  # ESRCH: it exited after the open
+        return None
+    finally:
+        os.close(fd)
 
 
 def start_ticks(pid: int) -> int | None:

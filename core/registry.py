@@ -312,7 +312,7 @@ class ProcessRegistry:
         if seen is None:
             return logstore.tail_span(job.dir, n)
         try:
-            st = os.stat(job.dir / logstore.LOG_NAME)
+            st = os.stat(os.path.join(job.dir, logstore.LOG_NAME))
             key = (n, st.st_ino, st.st_size, st.st_mtime_ns)
         except OSError:
             key = None
@@ -328,7 +328,8 @@ class ProcessRegistry:
         proc = job.proc or {}
         return stats.job_figures(job.session_id, self._cpu, running=job.running, root=job.pid,
                                  supervisor_pid=proc.get("supervisor_pid") if job.supervisor_alive else None,
-                                 started_at=job.started_at, log_path=str(job.dir / logstore.LOG_NAME))
+                                 started_at=job.started_at, log_path=os.path.join(job.dir, logstore.LOG_NAME),
+                                 supervisor_stat=job.extra.get("supervisor_stat"))
 
     @_safe
     def read_log(self, session_id, offset=None, limit: int = 200, since=None) -> dict:

@@ -80,14 +80,15 @@ def tree(root: int, include_root: bool = True) -> list[int]:
     return out
 
 
-def tree_stats(root: int, include_root: bool = True) -> dict[int, list[str]]:
+def tree_stats(root: int, include_root: bool = True, root_fields: list[str] | None = None) -> dict[int, list[str]]:
     """Like :func:`tree`, with each live-or-zombie process's /proc stat fields (read once; its
-    thread count lets a single-threaded process's children come from one file)."""
+    thread count lets a single-threaded process's children come from one file). `root_fields`:
+    the root's fields if the caller has just read them."""
     found: dict[int, list[str]] = {}
     stack = [root]
     while stack:
         pid = stack.pop()
-        fields = proctree.stat_fields(pid)
+        fields = root_fields if pid == root and root_fields else proctree.stat_fields(pid)
         if fields is None:
             continue
         found[pid] = fields
@@ -105,12 +106,21 @@ def _own_children(pid: int) -> list[int] | None:
     """Children of a single-threaded process (its one task's list); children() when that
     file is missing (the process went, or the kernel has no such files)."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as fh:
-            return [int(p) for p in fh.read().split()]
+        fd = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return children(pid)
     except OSError:
         return []
+    try:
+        data = chunk = os.read(fd, 1 << 16)
+        while len(chunk) >= 4000:  # maybe one page of many: read on to the end
+            chunk = os.read(fd, 1 << 16)
+            data += chunk
+        return [int(p) for p in data.split()]
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
 
 
 def fd_target(pid: int, fd: int) -> str | None:
@@ -135,8 +145,7 @@ def waiting_for_input(pids: list[int], stdin_target: str | Callable[[], str | No
     """
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/syscall", "rb") as fh:
-                raw = fh.read(200).split()
+            raw = (proctree.read_small(f"/proc/{pid}/syscall", 200) or b"").split()
         except OSError:
             continue
         if len(raw) < 2 or not raw[0].isdigit():
@@ -268,15 +277,16 @@ def job_tree(supervisor_pid: int | None, root: int | None) -> list[int]:
 
 
 def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: int | None,
-                running: bool, started_at: float, log_path: str) -> dict:
+                running: bool, started_at: float, log_path: str, supervisor_stat: list[str] | None = None) -> dict:
     """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count.
 
-    `supervisor_pid` is given only while the supervisor lives; `running`: the job's root has
-    not exited. A finished job whose tree is gone gets zeros and ``quiet_seconds: None``.
+    `supervisor_pid` is given only while the supervisor lives (`supervisor_stat`: its /proc
+    stat fields, when just read); `running`: the job's root has not exited. A finished job
+    whose tree is gone gets zeros and ``quiet_seconds: None``.
     """
     reaped = 0
     if supervisor_pid:  # one stat read per process of the tree, the supervisor's included
-        found = tree_stats(supervisor_pid)
+        found = tree_stats(supervisor_pid, root_fields=supervisor_stat)
         own = found.pop(supervisor_pid, None)
         reaped = int(own[13]) + int(own[14]) if own else 0
         pids, ticks_rss_count = list(found), _usage(found.values())

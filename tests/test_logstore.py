@@ -93,6 +93,31 @@ def test_bytes_across_two_segments_with_dropped_offset(tmp_path: Path) -> None:
     assert tail_bytes(d, 0) == b""
 
 
+def _pinned_tail(d: Path, n: int) -> tuple[int, bytes]:
+    """tail_span the long way: a pinned layout of every segment."""
+    layout = logstore._Layout.of_jobdir(d)
+    try:
+        start = max(layout.base, layout.end - n)
+        return start, layout.read(start, layout.end)
+    finally:
+        layout.close()
+
+
+def test_tail_span_of_a_never_rotated_log_matches_the_pinned_layout(tmp_path: Path) -> None:
+    d = _job(tmp_path, current=b"")
+    assert logstore._unrotated_tail(d, 100) == (0, b"") == _pinned_tail(d, 100)
+    _append(d, b"0123456789" * 50)
+    for n in (0, 7, 500, 10_000):
+        assert logstore._unrotated_tail(d, n) == _pinned_tail(d, n) == logstore.tail_span(d, n)
+    _rotate(d)  # now output.log.1 and logstate.json exist: the pinned layout answers
+    _append(d, b"after")
+    assert logstore._unrotated_tail(d, 8) is None
+    assert logstore.tail_span(d, 8) == _pinned_tail(d, 8) == (497, b"789after")
+    (d / "output.log.1").unlink()  # a logstate.json alone (dropped bytes) still counts
+    assert logstore._unrotated_tail(d, 8) is None
+    assert logstore.tail_span(d, 3) == _pinned_tail(d, 3)
+
+
 # --- read_lines ---------------------------------------------------------------------------------
 
 
