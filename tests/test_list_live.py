@@ -1,7 +1,7 @@
-"""list() with hundreds of running jobs: what a registry keeps between calls (meta.json and
+"""list() and spawn with hundreds of running jobs: what a registry keeps between calls (meta.json and
 proc.json of each job folder, the output preview while the log is unchanged), `list(only=...)`,
 the one-read-per-process tree walk, and the dashboard sampler that re-reads only the rows on
-screen. Every kept value must still follow a change."""
+screen; the job folder count a spawn takes in one stat. Every kept value must still follow a change."""
 
 from __future__ import annotations
 
@@ -125,3 +125,12 @@ async def test_the_dashboard_tells_the_sampler_which_rows_are_on_screen(registry
         await until_async(lambda: ids[0] in sampler.on_screen, what="the oldest row on screen after a scroll",
                           pause=lambda: pilot.pause(0.03))
         assert ids[-1] not in sampler.on_screen
+
+
+def test_spawn_counts_the_job_folders_in_one_stat(registry):
+    from hermes_procs.core.paths import list_job_ids
+    from hermes_procs.core.registry import _folder_count
+
+    for _ in range(3):
+        registry.wait(registry.spawn("true")["session_id"], timeout=30)
+    assert _folder_count(registry.jobs_dir) == len(list_job_ids(registry.jobs_dir)) == 3
