@@ -20,28 +20,28 @@ class BadNumber(ValueError):
     """A numeric input that is not a number, not finite, or out of its range."""
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def seconds(value, name: str, *, allow_zero: bool = False, maximum: float = MAX_SECONDS) -> float:
+def seconds(value: object, name: str, *, allow_zero: bool = False, maximum: float = MAX_SECONDS) -> float:
     """A duration in seconds: a real number, finite, > 0 (or >= 0), at most `maximum`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadNumber(f"{name} must be a number of seconds, not {_shown(value)}")
     try:
-        value = float(value)
+        number = float(value)
     except OverflowError:  # an int too big for a float
-        value = math.inf
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        number = math.inf
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         least = "0 or more" if allow_zero else "more than 0"
-        raise BadNumber(f"{name} must be a finite number of seconds, {least}, not {_shown(value)}")
-    if value > maximum:
-        raise BadNumber(f"{name} must be at most {maximum:g} seconds, not {value:g}")
-    return value
+        raise BadNumber(f"{name} must be a finite number of seconds, {least}, not {_shown(number)}")
+    if number > maximum:
+        raise BadNumber(f"{name} must be at most {maximum:g} seconds, not {number:g}")
+    return number
 
 
-def whole(value, name: str, lowest: int, highest: int | None = None) -> int:
+def whole(value: object, name: str, lowest: int, highest: int | None = None) -> int:
     """A whole number in [lowest, highest] (no upper bound when `highest` is None)."""
     if (isinstance(value, bool) or not isinstance(value, int) or value < lowest
             or (highest is not None and value > highest)):
@@ -50,12 +50,12 @@ def whole(value, name: str, lowest: int, highest: int | None = None) -> int:
     return value
 
 
-def terminal_size(rows, cols) -> tuple:
+def terminal_size(rows: object, cols: object) -> tuple[int, int]:
     """PTY rows and columns, each 1..MAX_TERMINAL."""
     return whole(rows, "rows", 1, MAX_TERMINAL), whole(cols, "cols", 1, MAX_TERMINAL)
 
 
-def setting(raw, default: float, maximum: float) -> float:
+def setting(raw: str | float | None, default: float, maximum: float) -> float:
     """A positive number from an environment setting; `default` when unset or not a number,
     `maximum` when larger (a setting never makes the supervisor sleep or wait without end)."""
     try:

@@ -93,14 +93,14 @@ def _hermes_is_interrupted() -> Callable[[], Any] | None:
     return None if _hermes_interrupt is _NO_HERMES_INTERRUPT else _hermes_interrupt
 
 
-def _not_found(session_id: Any) -> dict:
+def _not_found(session_id: Any) -> dict[str, Any]:
     return {"status": "not_found", "error": f"No process with ID {session_id}"}
 
 
 class HermesProcessRegistry:
     """Hermes' ``ProcessRegistry`` names over a durable :class:`~hermes_procs.core.ProcessRegistry`."""
 
-    def __init__(self, home: str | os.PathLike | None = None, *, consumer: str | None = None,
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, consumer: str | None = None,
                  redact: bool = True, poll_interval: float = 0.2, registry=None) -> None:
         if registry is None:
             from .registry import ProcessRegistry
@@ -208,7 +208,7 @@ class HermesProcessRegistry:
                 why = events.get("error") if isinstance(events, dict) else events
                 self._log_once("reading the event log", str(why))
                 return 0
-            out: list[dict] = []
+            out: list[dict[str, Any]] = []
             for event in events:
                 try:
                     out.extend(self._translate(event))
@@ -218,7 +218,7 @@ class HermesProcessRegistry:
             self._queue.put(self._view(event))
         return len(out)
 
-    def _translate(self, event: dict) -> list[dict]:
+    def _translate(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         """The adapter's events for one event of the log (none, or one)."""
         sid, kind = event.get("session_id"), event.get("type")
         session = self._sessions.get(sid) if sid in self._own else None
@@ -245,7 +245,7 @@ class HermesProcessRegistry:
                  **({"handoff_note": session.handoff_note} if session.handoff_note else {})}]
 
     @staticmethod
-    def _event_base(session: ProcessSession) -> dict:
+    def _event_base(session: ProcessSession) -> dict[str, Any]:
         return {"session_id": session.id, "session_key": session.session_key, "task_id": session.task_id,
                 "owner_task_id": session.owner_task_id, "command": session.command,
                 **{key: getattr(session, f"watcher_{key}") for key in ROUTE_KEYS}}
@@ -254,8 +254,8 @@ class HermesProcessRegistry:
         """True when the agent already has the result in hand (read_log to the end, wait or kill)."""
         return (self._resolve(session_id) or session_id) in self._completion_consumed
 
-    def drain_notifications(self, session_key: str = "", owns_event: Callable[[dict], Any] | None = None, *,
-                            skip_poll_observed: bool = True) -> list[tuple[dict, str]]:
+    def drain_notifications(self, session_key: str = "", owns_event: Callable[[dict[str, Any]], Any] | None = None, *,
+                            skip_poll_observed: bool = True) -> list[tuple[dict[str, Any], str]]:
         """Pop every pending event and return ``(event, text)`` pairs; events of other sessions go back.
 
         An event carrying a ``session_key`` is taken only with proof it is ours: ``owns_event(event)``
@@ -286,7 +286,7 @@ class HermesProcessRegistry:
 
     # ---- spawning ------------------------------------------------------------------------
     def spawn_local(self, command: str, cwd: str | None = None, task_id: str = "", session_key: str = "",
-                    env_vars: dict | None = None, use_pty: bool = False, owner_task_id: str = "",
+                    env_vars: dict[str, Any] | None = None, use_pty: bool = False, owner_task_id: str = "",
                     persist_on_release: bool = False, **extra: Any) -> ProcessSession:
         """Start ``command`` as a durable job owned by this adapter; returns its :class:`ProcessSession`.
 
@@ -429,7 +429,7 @@ class HermesProcessRegistry:
             self._tails[session_id] = (stamp, tail)
         return tail
 
-    def poll(self, session_id: str) -> dict:
+    def poll(self, session_id: str) -> dict[str, Any]:
         """Status and the last 1000 characters of output."""
         sid = self._resolve(session_id)
         if sid is None:
@@ -446,7 +446,7 @@ class HermesProcessRegistry:
             result["detached"] = True
         return self._view(result)
 
-    def read_log(self, session_id: str, offset: int | None = None, limit: int = 200) -> dict:
+    def read_log(self, session_id: str, offset: int | None = None, limit: int = 200) -> dict[str, Any]:
         """Lines of output: ``offset=None`` the last ``limit`` lines, ``offset=N`` lines N.. (0 = first)."""
         sid = self._resolve(session_id)
         if sid is None:
@@ -472,7 +472,7 @@ class HermesProcessRegistry:
         if not (session and session.notify_on_complete):
             self._completion_consumed.add(sid)
 
-    def wait(self, session_id: str, timeout: float | None = None, interrupt: Any = None) -> dict:
+    def wait(self, session_id: str, timeout: float | None = None, interrupt: Any = None) -> dict[str, Any]:
         """Block until the job exits, ``timeout`` passes or the wait is interrupted.
 
         ``interrupt``: a ``threading.Event`` (or anything with ``is_set()``) or a callable returning
@@ -503,12 +503,12 @@ class HermesProcessRegistry:
                                        f"not an error.{hint}")
         return self._view(result)
 
-    def _rows(self) -> list[dict]:
+    def _rows(self) -> list[dict[str, Any]]:
         rows = self._registry.list()
         return [r for r in rows if r.get("session_id") in self._own] if isinstance(rows, list) else []
 
     def list_sessions(self, task_id: str | None = None, session_key: str | None = None, *,
-                      include_retained: bool = False) -> list[dict]:
+                      include_retained: bool = False) -> list[dict[str, Any]]:
         """This adapter's jobs, newest first; with ``task_id`` and/or ``session_key``, those of the
         task OR of the session key (a process of another task under the same key is flagged
         ``session_scoped``). Empty/None filters mean all of them."""
@@ -522,7 +522,7 @@ class HermesProcessRegistry:
         return self._view(entries)
 
     @staticmethod
-    def _list_entry(row: dict, s: ProcessSession, task_id, session_key) -> dict:
+    def _list_entry(row: dict[str, Any], s: ProcessSession, task_id, session_key) -> dict[str, Any]:
         entry = {**row, "owner_task_id": s.owner_task_id,
                  "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(s.started_at)),
                  "uptime_seconds": int(row.get("uptime_seconds") or 0)}
@@ -580,11 +580,11 @@ class HermesProcessRegistry:
         return not (session.watch_patterns and session._watch_hits > 0)
 
     def wait_for_pending_completions(self, task_id: str | None = None, *, timeout: float | None = None,
-                                     poll_interval: float = 1.0) -> dict:
+                                     poll_interval: float = 1.0) -> dict[str, Any]:
         """Linger (one-shot exit) until this adapter's running notify_on_complete jobs finish or
         ``timeout`` (default 600 s) passes: ``{"waited", "completed", "timed_out"}`` id lists."""
         pending = self._running(lambda s: s.notify_on_complete and (task_id is None or s.owner_task_id == task_id))
-        result: dict = {"waited": [s.id for s in pending], "completed": [], "timed_out": []}
+        result: dict[str, Any] = {"waited": [s.id for s in pending], "completed": [], "timed_out": []}
         deadline = time.monotonic() + (600.0 if timeout is None else max(float(timeout), 0.0))
         for session in pending:
             left = deadline - time.monotonic()
@@ -607,12 +607,12 @@ class HermesProcessRegistry:
         """Upstream replays async-delegation completions here; this adapter's events are durable."""
         return 0
 
-    def request_close_terminal(self, session_id: str) -> dict:
+    def request_close_terminal(self, session_id: str) -> dict[str, Any]:
         return {"status": "error", "error": "close_terminal is only available in the Hermes desktop app."}
 
     # ---- control -------------------------------------------------------------------------
     def kill_process(self, session_id: str, grace: float | None = None, *, source: str = "process.kill",
-                     consume_output: bool = True) -> dict:
+                     consume_output: bool = True) -> dict[str, Any]:
         """Kill the job's process tree; the result carries its output and ``termination_source``."""
         sid = self._resolve(session_id)
         if sid is None:
@@ -653,21 +653,21 @@ class HermesProcessRegistry:
         """Kill ``task_id``'s jobs that are not in ``baseline_ids`` (started since the snapshot)."""
         return self.kill_all(task_id, exclude_ids=frozenset(baseline_ids or ()), source=source, consume_output=True)
 
-    def write_stdin(self, session_id: str, data: str) -> dict:
+    def write_stdin(self, session_id: str, data: str) -> dict[str, Any]:
         return self._stdin(session_id, lambda sid: self._registry.write(sid, data))
 
-    def submit_stdin(self, session_id: str, data: str = "") -> dict:
+    def submit_stdin(self, session_id: str, data: str = "") -> dict[str, Any]:
         return self._stdin(session_id, lambda sid: self._registry.submit(sid, data))
 
-    def close_stdin(self, session_id: str) -> dict:
+    def close_stdin(self, session_id: str) -> dict[str, Any]:
         return self._stdin(session_id, self._registry.close_stdin)
 
-    def _stdin(self, session_id: str, op: Callable[[str], dict]) -> dict:
+    def _stdin(self, session_id: str, op: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
         sid = self._resolve(session_id)
         return self._view(op(sid)) if sid is not None else _not_found(session_id)
 
 
-def _owns(event: dict, session_key: str, owns_event: Callable[[dict], Any] | None) -> bool:
+def _owns(event: dict[str, Any], session_key: str, owns_event: Callable[[dict[str, Any]], Any] | None) -> bool:
     """Whether a drain for ``session_key`` may take ``event`` (see drain_notifications)."""
     delegation = event.get("type") == "async_delegation"
     needs_proof = delegation or bool(event.get("session_key") or event.get("origin_ui_session_id"))
@@ -689,7 +689,7 @@ def _interrupt_flag(interrupt: Any):
     return _Flag(check) if check is not None else None
 
 
-def _child_overrides(env_vars: dict | None) -> dict | None:
+def _child_overrides(env_vars: dict[str, Any] | None) -> dict[str, Any] | None:
     """``env_vars`` as Hermes passes them: secret-named variables are dropped, and
     ``_HERMES_FORCE_<NAME>`` sets ``<NAME>`` (the one way to pass such a variable on purpose)."""
     if not env_vars:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from . import proctree
 from .paths import ensure_private_dir, write_json_atomic
@@ -27,7 +28,7 @@ class Checkpoint:
         self.pid = os.getpid()
         self.path = self.dir / f"{self.pid}-{instance}.json"
 
-    def save(self, entries: list[dict]) -> None:
+    def save(self, entries: list[dict[str, Any]]) -> None:
         """Replace this instance's entries (the file goes away when there are none)."""
         if not entries:
             self.path.unlink(missing_ok=True)
@@ -36,7 +37,7 @@ class Checkpoint:
         write_json_atomic(self.path, {"owner_pid": self.pid, "owner_start": proctree.start_ticks(self.pid),
                                       "sessions": entries})
 
-    def orphaned(self) -> list[tuple[Path, list[dict]]]:
+    def orphaned(self) -> list[tuple[Path, list[dict[str, Any]]]]:
         """(file, entries) of every checkpoint whose writer process is gone."""
         found = []
         for path in sorted(self.dir.glob("*.json")) if self.dir.is_dir() else []:

@@ -40,7 +40,8 @@ class ProcessSession:
     state (the output is a bounded tail of the log, re-read only when the log changed).
     """
 
-    def __init__(self, owner: HermesProcessRegistry | None, info: dict, *, outcome: dict | None = None,
+    def __init__(self, owner: HermesProcessRegistry | None, info: dict[str, Any], *,
+                 outcome: dict[str, Any] | None = None,
                  output: str = "") -> None:
         self._ready = False
         self._owner = owner
@@ -73,7 +74,7 @@ class ProcessSession:
         self.systemd_unit, self.wsl_chain, self.heartbeat_seconds = "", False, 0
         self.max_output_chars: int = MAX_OUTPUT_CHARS
         self._watch_hits = 0
-        self._final: dict | None = None  # the outcome, once the job has exited
+        self._final: dict[str, Any] | None = None  # the outcome, once the job has exited
         self._ready = True
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -91,7 +92,7 @@ class ProcessSession:
     def session_id(self) -> str:
         return self.id
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         """The outcome fields; {} while the job runs (a cheap read of the job folder)."""
         if self._outcome is not None:
             return self._outcome
@@ -139,7 +140,7 @@ class ProcessSession:
 _REASONS = {"lost": "was lost (its supervisor disappeared)", "failed_start": "failed to start"}
 
 
-def format_process_notification(evt: dict) -> str | None:
+def format_process_notification(evt: dict[str, Any]) -> str | None:
     """The ``[IMPORTANT: ...]`` message for one ``completion_queue`` event (None: nothing to say)."""
     if not isinstance(evt, dict):
         return None

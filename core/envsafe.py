@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 
 from .redact import contains_secret
 from .secretwords import is_secret_name
@@ -31,7 +32,8 @@ def is_secret(name: str, value: str) -> bool:
     return verdict
 
 
-def child_env(overrides: dict | None = None, pty: bool = False, base: dict | None = None) -> dict:
+def child_env(overrides: Mapping[str, object] | None = None, pty: bool = False,
+              base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Parent env minus secrets (except $HERMES_PROCS_ENV_PASSTHROUGH), plus overrides."""
     source = os.environ if base is None else base
     keep = set(source.get(PASS_THROUGH_ENV, "").replace(",", " ").split())

@@ -23,6 +23,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from .paths import ensure_private_dir, open_nofollow
 
@@ -46,7 +47,7 @@ def check_consumer(name: object) -> str:
 
 
 def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES,
-          only_new: bool = False) -> list[dict]:
+          only_new: bool = False) -> list[dict[str, Any]]:
     """Events not yet seen by `consumer`, oldest first; only `types` are returned (None: all).
 
     A consumer seen for the first time starts at the beginning of the log, or, with `only_new`,
@@ -219,7 +220,7 @@ def undelivered_sessions(home: Path, types: tuple[str, ...] = AGENT_TYPES) -> se
     return pending
 
 
-def parse_line(line: bytes) -> dict | None:
+def parse_line(line: bytes) -> dict[str, Any] | None:
     try:
         event = json.loads(line)
     except ValueError:
@@ -227,7 +228,7 @@ def parse_line(line: bytes) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-def append(home: Path, event: dict) -> None:
+def append(home: Path, event: dict[str, Any]) -> None:
     fd = open_nofollow(home / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         os.write(fd, (json.dumps(event) + "\n").encode())

@@ -29,6 +29,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .redact import redact_obj
 
@@ -36,7 +37,7 @@ __all__ = ["iter_events"]
 
 
 def iter_events(registry, consumer: str = "default", follow: bool = False, types: Iterable[str] | None = None,
-                *, interval: float = 0.2, stop: threading.Event | None = None) -> Iterator[dict]:
+                *, interval: float = 0.2, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
     """Yield undelivered events for ``consumer`` (redacted); with ``follow``, keep waiting for more."""
     wanted = set(types) if types else None
     log_path = _events_path(registry)
@@ -48,7 +49,7 @@ def iter_events(registry, consumer: str = "default", follow: bool = False, types
             watch.close()
 
 
-def _follow(registry, consumer, follow, wanted, interval, stop, log_path, watch) -> Iterator[dict]:
+def _follow(registry, consumer, follow, wanted, interval, stop, log_path, watch) -> Iterator[dict[str, Any]]:
     last_stamp = None
     while True:
         if stop is not None and stop.is_set():

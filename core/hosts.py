@@ -31,7 +31,7 @@ MIRROR_EVERY = 0.25  # seconds between mirror refreshes of a running remote job
 LIST_BUDGET = 1.0  # seconds list() waits for a remote host before showing its last rows
 
 
-def remember(url: str, home: str | os.PathLike | None = None) -> None:
+def remember(url: str, home: str | os.PathLike[str] | None = None) -> None:
     """Note that a job was started on `url` (the dashboard of this machine then shows it)."""
     path = ensure_private_dir(resolve_home(home)) / KNOWN
     hosts = remembered(home)
@@ -39,7 +39,7 @@ def remember(url: str, home: str | os.PathLike | None = None) -> None:
         write_json_atomic(path, {"hosts": [*hosts, url][-50:]})
 
 
-def remembered(home: str | os.PathLike | None = None) -> list[str]:
+def remembered(home: str | os.PathLike[str] | None = None) -> list[str]:
     try:
         data = json.loads((resolve_home(home) / KNOWN).read_text())
         return [h for h in data.get("hosts", []) if isinstance(h, str)]
@@ -47,7 +47,7 @@ def remembered(home: str | os.PathLike | None = None) -> list[str]:
         return []
 
 
-def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike | None = None) -> list[str]:
+def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike[str] | None = None) -> list[str]:
     """Hosts to show: explicit ones, the config file's names, remembered URLs (no repeats)."""
     from .config import ConfigError, host_aliases
 
@@ -62,7 +62,7 @@ def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike 
     return out
 
 
-def dashboard_registry(home: str | os.PathLike | None = None, hosts: list[str] | None = None) -> Any:
+def dashboard_registry(home: str | os.PathLike[str] | None = None, hosts: list[str] | None = None) -> Any:
     """What a dashboard shows: this machine's registry over `home`, joined (as a HostSet) by the
     remote hosts of `hosts`, $HERMES_PROCS_HOST, the config file's [hosts] and the remembered
     ones; the plain local registry when there are none. Raises ValueError for a bad explicit
@@ -82,7 +82,7 @@ def dashboard_registry(home: str | os.PathLike | None = None, hosts: list[str] |
     return HostSet(local, remote) if remote else local
 
 
-def forget(url: str, home: str | os.PathLike | None = None) -> bool:
+def forget(url: str, home: str | os.PathLike[str] | None = None) -> bool:
     """Stop showing a remembered host (its jobs keep running there). False: it was not remembered."""
     hosts = remembered(home)
     label = url.split("?", 1)[0]
@@ -111,7 +111,7 @@ class HostSet:
                 continue
             self.remotes[reg.host.label] = reg
         self._where: dict[str, str] = {}  # session id -> host label ("" = local)
-        self._last: dict[tuple, list[dict]] = {}  # (label, list args) -> the last rows
+        self._last: dict[tuple, list[dict[str, Any]]] = {}  # (label, list args) -> the last rows
         self._fresh: dict[tuple, Any] = {}  # results of the background lists not yet taken
         self._fetching: dict[tuple, threading.Thread] = {}
         self.names = _short_names(self.remotes)
@@ -119,7 +119,7 @@ class HostSet:
         self._lock = threading.Lock()
 
     # ---- hosts
-    def host_states(self) -> list[dict]:
+    def host_states(self) -> list[dict[str, Any]]:
         """[{"host", "state", "error", "jobs"}] for every remote host."""
         out = []
         for label, reg in self.remotes.items():
@@ -190,7 +190,7 @@ class HostSet:
             return thread
 
     # ---- calls that name no job
-    def spawn(self, command: Any, host: str | None = None, **kwargs: Any) -> dict:
+    def spawn(self, command: Any, host: str | None = None, **kwargs: Any) -> dict[str, Any]:
         """Start a job on `host` (a label or URL of one of the set's hosts, or a new URL; None or
         "" = this machine)."""
         if not host or host == "local":
@@ -269,7 +269,7 @@ class HostSet:
         return call
 
 
-def _short_names(remotes: dict) -> dict[str, str]:
+def _short_names(remotes: dict[str, Any]) -> dict[str, str]:
     """label -> the host's name in the config file's [hosts] (when it has one)."""
     from .config import ConfigError, host_aliases
 
@@ -281,7 +281,7 @@ def _short_names(remotes: dict) -> dict[str, str]:
     return {label: by_url[label] for label in remotes if label in by_url}
 
 
-def _rows(result: Any) -> list[dict]:
+def _rows(result: Any) -> list[dict[str, Any]]:
     return result if isinstance(result, list) else []
 
 

@@ -21,13 +21,17 @@ import time
 
 import stats
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from supervisor_state import SupervisorState
+
 CHECK_EVERY = 0.5  # seconds between checks
 
 
 class IdleWatch:
-    """Watches one job for its supervisor; `sup` has pid, offset, exit, meta, _event, _tail_text."""
+    """Watches one job for its supervisor (its pid, offset, exit, meta, _event, _tail_text)."""
 
-    def __init__(self, sup) -> None:
+    def __init__(self, sup: SupervisorState) -> None:
         self.sup = sup
         self.quiet_after = float(sup.meta.get("quiet_after") or 0) or None
         self.offset = sup.offset

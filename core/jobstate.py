@@ -27,12 +27,12 @@ class CorruptJob(Exception):
 class Job:
     session_id: str
     dir: Path
-    meta: dict
-    proc: dict | None
-    exit: dict | None
+    meta: dict[str, Any]
+    proc: dict[str, Any] | None
+    exit: dict[str, Any] | None
     supervisor_alive: bool = False
     unsupervised: bool = False  # the supervisor is gone, the job's process runs on
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def supervised(self) -> bool:
@@ -56,7 +56,7 @@ class Job:
         return float((self.proc or {}).get("started_at") or self.meta.get("created_at") or 0)
 
     @property
-    def outcome(self) -> dict:
+    def outcome(self) -> dict[str, Any]:
         """The exit record; a job whose supervisor vanished without one is `lost`."""
         if self.exit is not None:
             return self.exit
@@ -137,7 +137,7 @@ def load(jobdir: Path, seen: dict[str, Any] | None = None) -> Job:
     return job
 
 
-def _read(jobdir: Path, name: str) -> dict | None:
+def _read(jobdir: Path, name: str) -> dict[str, Any] | None:
     try:
         return read_json(os.path.join(jobdir, name))
     except (ValueError, OSError) as exc:
@@ -168,7 +168,7 @@ def _recorded_members(jobdir: Path) -> list[tuple[int, int]]:
         return []
 
 
-def _reread_exit(jobdir: Path) -> dict | None:
+def _reread_exit(jobdir: Path) -> dict[str, Any] | None:
     try:
         return read_json(jobdir / "exit.json")
     except ValueError:

@@ -17,19 +17,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 NAME = "index.jsonl"
 COMPACT_SLACK = 200  # rewrite when the index holds this many more lines than live rows
 
 
-def read(home: Path) -> tuple[dict[str, dict], int]:
+def read(home: Path) -> tuple[dict[str, dict[str, Any]], int]:
     """The rows in the index by session id, and how many lines it holds (unparsable ones too)."""
     try:
         with os.fdopen(os.open(home / NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
             lines = fh.read().splitlines()
     except OSError:  # missing, or a planted symbolic link (never followed): load the jobs instead
         return {}, 0
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for line in lines:
         try:
             row = json.loads(line)
@@ -40,7 +41,7 @@ def read(home: Path) -> tuple[dict[str, dict], int]:
     return rows, len(lines)
 
 
-def append(home: Path, rows: list[dict]) -> None:
+def append(home: Path, rows: list[dict[str, Any]]) -> None:
     """Add finished jobs' rows: one write of whole lines, so concurrent writers never interleave."""
     if not rows:
         return
@@ -57,7 +58,7 @@ def append(home: Path, rows: list[dict]) -> None:
         os.close(fd)
 
 
-def rewrite(home: Path, rows: list[dict]) -> None:
+def rewrite(home: Path, rows: list[dict[str, Any]]) -> None:
     """Replace the index by exactly `rows` (a new file renamed over the old one)."""
     tmp = home / f".{NAME}.{os.getpid()}.tmp"
     try:

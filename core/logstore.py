@@ -43,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .text import to_text
 
@@ -81,7 +81,7 @@ def segments(jobdir: Path) -> list[Path]:
     return [p for p in (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME) if p.is_file()]
 
 
-def _state(jobdir: Path) -> dict:
+def _state(jobdir: Path) -> dict[str, Any]:
     try:
         with open(Path(jobdir) / STATE_NAME, "rb") as f:
             state = json.loads(f.read(1 << 16))
@@ -90,7 +90,7 @@ def _state(jobdir: Path) -> dict:
     return state if isinstance(state, dict) else {}
 
 
-def _count(state: dict, key: str) -> int:
+def _count(state: dict[str, Any], key: str) -> int:
     value = state.get(key, 0)
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
@@ -148,15 +148,15 @@ class _Layout:
     def of_jobdir(cls, jobdir: Path) -> _Layout:
         """A pinned snapshot of the job's segments (close() it when done)."""
         for attempt in range(PIN_ATTEMPTS):
-            layout = cls._pin(jobdir, strict=True)
+            layout = cls._pin(jobdir)
             if layout is not None:
                 return layout
             time.sleep(0.0002 * attempt)
-        return cls._pin(jobdir, strict=False)  # e.g. logstate.json could not be written (disk full)
+        return cls._open(jobdir, _state(jobdir))  # e.g. logstate.json could not be written (disk full)
 
     @classmethod
-    def _pin(cls, jobdir: Path, strict: bool) -> _Layout | None:
-        state = _state(jobdir)
+    def _open(cls, jobdir: Path, state: dict[str, Any]) -> _Layout:
+        """The segments there now, opened (each read then sees one file, whatever renames follow)."""
         base = _count(state, "dropped_bytes")
         segs: list[_Seg] = []
         for path in (jobdir / OLD_LOG_NAME, jobdir / LOG_NAME):
@@ -167,9 +167,14 @@ class _Layout:
             st = os.fstat(fd)
             start = segs[-1].start + segs[-1].size if segs else base
             segs.append(_Seg(path, start, st.st_size, st.st_ino, fd))
-        layout = cls(base, segs)
-        if not strict:
-            return layout
+        return cls(base, segs)
+
+    @classmethod
+    def _pin(cls, jobdir: Path) -> _Layout | None:
+        """The segments, if no rotation ran while they were opened (None: try again)."""
+        state = _state(jobdir)
+        layout = cls._open(jobdir, state)
+        segs = layout.segs
         first = state.get("first_segment")
         consistent = (_state(jobdir) == state and cls._same_files(segs)
                       and (first is None or (bool(segs) and segs[0].path.name == OLD_LOG_NAME
@@ -591,7 +596,8 @@ def _human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200, since_offset: int | None = None) -> dict:
+def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200,
+               since_offset: int | None = None) -> dict[str, Any]:
     """A window of text lines of a job's log (the API's ``read_log`` semantics, docs/api.md).
 
     ``offset=None``: the last ``limit`` lines; ``offset=N``: lines ``N .. N+limit-1`` (0 = the

@@ -84,7 +84,7 @@ Result = Annotated[CallToolResult, dict[str, Any]]
 _ERROR_STATUSES = ("error", "not_found")
 
 
-def _result(result: dict) -> CallToolResult:
+def _result(result: dict[str, Any]) -> CallToolResult:
     text = json.dumps(result, ensure_ascii=False, default=str)
     return CallToolResult(
         content=[TextContent(type="text", text=text)],

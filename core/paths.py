@@ -10,6 +10,7 @@ import re
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -26,7 +27,7 @@ class IdError(Exception):
         self.status = status
 
 
-def resolve_home(home: str | os.PathLike | None = None) -> Path:
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     """The state home: explicit, $HERMES_PROCS_HOME, $HERMES_HOME/procs, ~/.hermes/procs."""
     if home:
         return Path(home).expanduser().absolute()
@@ -145,7 +146,7 @@ def open_nofollow(path: Path | str, flags: int, mode: int = 0o600) -> int:
         raise
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(data))
 
 

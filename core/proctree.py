@@ -25,7 +25,12 @@ RESCAN_EVERY = 0.1  # during a kill's grace period, look for new members this of
 FREEZE_ROUNDS = 500  # SIGSTOP passes before giving up on a tree that keeps growing
 REREAD_PASSES = 8  # rounds of re-reading the members' children lists within one scan
 QUIET_SCANS = 3  # scans in a row that find nothing new before a tree counts as gone / frozen
-Reap = "Callable[[], None] | None"  # called while waiting, so a parent can collect its zombies
+TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Optional
+
+    Reap = Optional[Callable[[], None]]  # called while waiting, so a parent can collect its zombies
 
 
 class Row:
@@ -93,7 +98,8 @@ def table() -> dict[int, Row]:
     return rows
 
 
-def members(known: dict[int, int], session: int | None = None, leader_ticks: int | None = None) -> dict[int, int]:
+def members(known: Mapping[int, int | None], session: int | None = None,
+            leader_ticks: int | None = None) -> dict[int, int]:
     """The job's live processes (pid -> ticks) by the rule at the top of this module.
 
     `known` are recorded identities; `session` is the job's session / process group id, trusted
@@ -233,13 +239,13 @@ class Tree:
     """Who belongs to a job, for `kill_tree`: recorded identities, the session, and the pids
     never to signal (the caller, a supervisor whose descendants are the job's)."""
 
-    def __init__(self, known: dict[int, int], session: int | None = None, leader_ticks: int | None = None,
+    def __init__(self, known: Mapping[int, int | None], session: int | None = None, leader_ticks: int | None = None,
                  spare: tuple[int, ...] = ()) -> None:
         self.known = dict(known)
         self.session, self.leader_ticks = session, leader_ticks
         self.spare = {os.getpid(), *spare}
 
-    def scan(self, seen: dict[int, int] | None = None) -> dict[int, int]:
+    def scan(self, seen: Mapping[int, int] | None = None) -> dict[int, int]:
         """The members now; members already `seen` seed the search too (their identity is checked)."""
         found = members({**(seen or {}), **self.known}, self.session, self.leader_ticks)
         return {pid: ticks for pid, ticks in found.items() if pid not in self.spare}

@@ -8,6 +8,7 @@ import select
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from . import jobstate, proctree, wire
 
@@ -69,8 +70,8 @@ def _address(jobdir: Path) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/sock", fd
 
 
-def request(jobdir: Path, message: dict, timeout: float | None = 10.0, retry_for: float = 0.0,
-            supervisor: tuple[int, int] | None = None) -> dict:
+def request(jobdir: Path, message: dict[str, Any], timeout: float | None = 10.0, retry_for: float = 0.0,
+            supervisor: tuple[int, int] | None = None) -> dict[str, Any]:
     """Send one request and return its reply; SupervisorGone when nobody is there to answer.
 
     With the supervisor's identity (pid, start ticks), a stopped supervisor raises
@@ -109,7 +110,7 @@ def _await_reply(sock: socket.socket, jobdir: Path, timeout: float | None, super
             raise SupervisorStuck(jobdir)
 
 
-def read_reply(sock: socket.socket) -> dict:
+def read_reply(sock: socket.socket) -> dict[str, Any]:
     """One reply line; the bytes after it (a stream's first output) are in reply["_rest"]."""
     buf = b""
     while b"\n" not in buf:

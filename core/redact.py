@@ -134,7 +134,7 @@ _PGPASS_RE = re.compile(
 # Each pattern starts with its literal prefix (so the regex engine can skip ahead with a fast
 # substring search) and checks with a fixed-width lookbehind that the prefix is not glued to a
 # preceding word. A pattern only runs when its prefix occurs in the text at all.
-def _tok(prefix: str, rest: str, before: str = "A-Za-z0-9_-") -> tuple[str, re.Pattern]:
+def _tok(prefix: str, rest: str, before: str = "A-Za-z0-9_-") -> tuple[str, re.Pattern[str]]:
     lit = re.escape(prefix)
     return prefix, re.compile(lit + r"(?<![" + before + r"]" + lit + r")" + rest)
 
@@ -163,7 +163,7 @@ _TOKEN_PATTERNS = (
 )
 
 
-def _token_sub(m: re.Match) -> str:
+def _token_sub(m: re.Match[str]) -> str:
     return _hint(m.group(0))
 
 
@@ -199,7 +199,7 @@ def _lower(text: str) -> str:
     return low
 
 
-def _pem_sub(m: re.Match) -> str:
+def _pem_sub(m: re.Match[str]) -> str:
     kind = m.group("kind")
     return f"{m.group('begin')}\n{MASK}\n-----END {kind}PRIVATE KEY-----"
 
@@ -224,7 +224,7 @@ def _mask_pem_tails(text: str) -> str:
     return "".join(out)
 
 
-def _aws_secret_sub(m: re.Match) -> str:
+def _aws_secret_sub(m: re.Match[str]) -> str:
     value = m.group(0)
     mixed = (any(c.isupper() for c in value) and any(c.islower() for c in value)
              and any(c.isdigit() for c in value))
@@ -249,7 +249,7 @@ def _value_spans(low: str) -> list[tuple[int, int]]:
     """Spans of the values to mask that are found by name or by command shape (lower-cased text)."""
     spans: list[tuple[int, int]] = []
 
-    def add(pattern: re.Pattern, start: int = 0, end: int | None = None) -> None:
+    def add(pattern: re.Pattern[str], start: int = 0, end: int | None = None) -> None:
         for m in pattern.finditer(low, start, len(low) if end is None else end):
             group = "qval" if "q" in m.re.groupindex and m.group("q") else "val"
             if m.re is _USER_PW_RE and m.group("user").isdigit() and m.group("val").isdigit():

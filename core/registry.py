@@ -8,18 +8,20 @@ JSON-able dict (or list of dicts) and never raises for bad input.
 from __future__ import annotations
 
 import base64
+import builtins
 import functools
 import math
 import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import events, listindex, logstore, processes, proctree, protocol, stats, template, text, timeline, wait_until
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
@@ -42,6 +44,13 @@ from .screen import render as render_screen
 from .search import compile_pattern, search_log
 from .watch import HomeWatch
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import ParamSpec, TypeVar
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
+
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 MAX_WRITE = 1 << 20
 MAX_LOG_BYTES = 4 << 20
@@ -55,13 +64,14 @@ class BadInput(Exception):
     """Bad input from the caller: becomes {"status": "error", "error": message}."""
 
 
-def _safe(method):
-    """Turn every failure into the contract's error dict instead of an exception."""
+def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
+    """Turn every failure into the contract's error dict instead of an exception (so a method
+    returning a list returns a dict on failure)."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | dict[str, Any]:
         try:
-            return method(self, *args, **kwargs)
+            return method(*args, **kwargs)
         except IdError as exc:
             return {"status": exc.status, "error": str(exc)}
         except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor) as exc:
@@ -76,7 +86,7 @@ def _env_float(name: str, default: float, maximum: float = MAX_SECONDS) -> float
     return _setting(os.environ.get(name), default, maximum)
 
 
-def _exec_limits(argv: list[str], env: dict) -> None:
+def _exec_limits(argv: list[str], env: dict[str, str]) -> None:
     """What execve(2) would refuse with E2BIG, said before anything is created: one argument or
     variable longer than MAX_ARG_STRLEN, or all of them together over ARG_MAX."""
     longest = 32 * os.sysconf("SC_PAGE_SIZE") - 1  # MAX_ARG_STRLEN, less the NUL
@@ -128,23 +138,25 @@ class ProcessRegistry:
 
     remote = False
 
-    def __new__(cls, home: str | os.PathLike | None = None, host: str | None = None):
+    def __new__(cls, home: str | os.PathLike[str] | None = None, host: str | None = None) -> ProcessRegistry:
         """`host` (or $HERMES_PROCS_HOST): the jobs of a remote host (core/remote.py);
         None, "" or "local": this machine."""
         host = os.environ.get("HERMES_PROCS_HOST") if host is None else host
         if cls is ProcessRegistry and host not in (None, "", "local"):
             from .remote import RemoteRegistry
 
-            return RemoteRegistry(host, home)
+            # a stand-in, not a subclass: it answers every ProcessRegistry method (its __getattr__
+            # forwards them to the host), so callers hold it as one
+            return cast("ProcessRegistry", RemoteRegistry(host, home))
         return super().__new__(cls)
 
-    def __init__(self, home: str | os.PathLike | None = None, host: str | None = None) -> None:
+    def __init__(self, home: str | os.PathLike[str] | None = None, host: str | None = None) -> None:
         """Raises paths.HomeError (a ValueError, one clear line) for a home that is unsafe to use."""
         self.home = ensure_private_dir(resolve_home(home))
         self.jobs_dir = ensure_private_dir(self.home / "jobs")
-        self._supervisors: list[subprocess.Popen] = []
-        self._index: dict[str, dict] = {}  # finished jobs' list rows (listindex.py)
-        self._index_key: tuple | None = None
+        self._supervisors: list[subprocess.Popen[bytes]] = []
+        self._index: dict[str, dict[str, Any]] = {}  # finished jobs' list rows (listindex.py)
+        self._index_key: tuple[int, int, int] | None = None
         self._index_lines = 0
         self._lock = threading.Lock()
         self._cpu = stats.CpuMeter()
@@ -152,23 +164,25 @@ class ProcessRegistry:
         self._seen: dict[str, dict[str, Any]] = {}  # running jobs' write-once files and log tail (_list_row)
 
     # ---- lookup ------------------------------------------------------------------------
-    def _job(self, session_id) -> Job:
+    def _job(self, session_id: str) -> Job:
         self._reap_supervisors()
         return load(self.jobs_dir / resolve_id(self.jobs_dir, session_id))
 
-    def job_dir(self, session_id) -> Path:
+    def job_dir(self, session_id: str) -> Path:
         """The job's folder. Raises IdError for a bad or unknown id (see docs/api.md)."""
         return self.jobs_dir / resolve_id(self.jobs_dir, session_id)
 
-    def log_files(self, session_id) -> list[Path]:
+    def log_files(self, session_id: str) -> list[Path]:
         """The job's retained output log segments, oldest first. Raises IdError for a bad id."""
         return logstore.segments(self.job_dir(session_id))
 
     # ---- spawn -------------------------------------------------------------------------
     @_safe
-    def spawn(self, command: str, *, cwd=None, env=None, pty: bool = False, name=None, task_id: str = "",
-              session_key: str = "", notify_on_complete: bool = False, watch_patterns=None,
-              rows: int = 30, cols: int = 120, max_runtime=None, quiet_after=None, rerun_of=None) -> dict:
+    def spawn(self, command: str, *, cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
+              pty: bool = False, name: str | None = None, task_id: str = "", session_key: str = "",
+              notify_on_complete: bool = False, watch_patterns: list[str] | None = None, rows: int = 30,
+              cols: int = 120, max_runtime: float | None = None, quiet_after: float | None = None,
+              rerun_of: str | None = None) -> dict[str, Any]:
         """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument;
         `quiet_after`: emit quiet events; `rerun_of`: set by restart).
 
@@ -182,7 +196,7 @@ class ProcessRegistry:
                 meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"], command]
         job_env = child_env(env, pty)
         _exec_limits(argv, job_env)
-        report = {"error": "interrupted"}
+        report: dict[str, Any] = {"error": "interrupted"}
         try:
             report = self._start_supervisor(meta, jobdir, argv, job_env)
         except OSError as exc:
@@ -195,7 +209,8 @@ class ProcessRegistry:
         return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
                 "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
 
-    def _start_supervisor(self, meta: dict, jobdir: Path, argv: list[str], env: dict) -> dict:
+    def _start_supervisor(self, meta: dict[str, Any], jobdir: Path, argv: list[str],
+                          env: dict[str, str]) -> dict[str, Any]:
         """Create the job folder (it appears with its meta.json: staged under .new-ID, renamed)
         and start the supervisor; its report line: {"pid": ...} or {"error": ...}."""
         staging = self.jobs_dir / f".new-{meta['session_id']}"
@@ -207,7 +222,7 @@ class ProcessRegistry:
             shutil.rmtree(staging, ignore_errors=True)  # gone after the rename; left on a failure
         return _parse_report(self._run_supervisor(jobdir, argv, env))
 
-    def _run_supervisor(self, jobdir: Path, argv: list[str], env: dict) -> bytes:
+    def _run_supervisor(self, jobdir: Path, argv: list[str], env: dict[str, str]) -> bytes:
         """Start the job's supervisor and return its report line: forked by the home's warm
         template (core/template.py) when one runs, else `argv` as a new interpreter (and a
         template is started for the next spawns)."""
@@ -219,6 +234,7 @@ class ProcessRegistry:
         with open(open_nofollow(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as errlog:
             sup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
                                    env=env, start_new_session=True, close_fds=True)
+        assert sup.stdout is not None  # stdout=PIPE
         line = sup.stdout.readline()
         sup.stdout.close()
         self._reap_supervisors(sup)
@@ -228,7 +244,7 @@ class ProcessRegistry:
                 self._reap_supervisors(started)
         return line
 
-    def _reap_supervisors(self, new: subprocess.Popen | None = None) -> None:
+    def _reap_supervisors(self, new: subprocess.Popen[bytes] | None = None) -> None:
         """Collect supervisors (and templates) started here that have finished (our children,
         which would stay zombies): one waitpid(WNOHANG) each, on every call that looks a job up."""
         if self._supervisors or new is not None:
@@ -237,8 +253,9 @@ class ProcessRegistry:
                 if new is not None:
                     self._supervisors.append(new)
 
-    def _spawn_meta(self, command, cwd, env, pty, name, task_id, session_key, notify, watch, rows, cols,
-                    max_runtime) -> dict:
+    def _spawn_meta(self, command: str, cwd: str | os.PathLike[str] | None, env: dict[str, str] | None, pty: bool,
+                    name: str | None, task_id: str, session_key: str, notify: bool, watch: list[str] | None,
+                    rows: int, cols: int, max_runtime: float | None) -> dict[str, Any]:
         """The new job's meta.json, every argument checked (BadInput: one line on the first bad one)."""
         _check_command(command)
         cwd = _checked_cwd(cwd)
@@ -260,7 +277,7 @@ class ProcessRegistry:
 
     # ---- queries -----------------------------------------------------------------------
     @_safe
-    def poll(self, session_id) -> dict:
+    def poll(self, session_id: str) -> dict[str, Any]:
         """The job's status and the last 1000 characters of its output.
 
         Returns `running` or `exited` (then also exit_code, completion_reason, signal, leftover_pids)."""
@@ -276,7 +293,7 @@ class ProcessRegistry:
             result["note"] = UNSUPERVISED.format(job=job.session_id)
         return result
 
-    def _live_status(self, job: Job) -> dict | None:
+    def _live_status(self, job: Job) -> dict[str, Any] | None:
         """The supervisor's own view of a running job; it holds the exit in memory when the
         disk refused exit.json (the job then shows as exited). None when it does not answer."""
         if not job.running:
@@ -332,7 +349,8 @@ class ProcessRegistry:
                                  supervisor_stat=job.extra.get("supervisor_stat"))
 
     @_safe
-    def read_log(self, session_id, offset=None, limit: int = 200, since=None) -> dict:
+    def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
+                 since: float | str | None = None) -> dict[str, Any]:
         """Lines `offset` .. `offset+limit-1` of the job's output (None: the last `limit` lines).
         `since` (seconds ago, a duration like "5m", or an ISO time; not with `offset`): only
         the output that arrived since then (core/timeline.py).
@@ -354,7 +372,8 @@ class ProcessRegistry:
         return {"status": job.status, "session_id": job.session_id, **result}
 
     @_safe
-    def log_bytes(self, session_id, start=None, end=None, max_bytes: int = MAX_LOG_BYTES) -> dict:
+    def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
+                  max_bytes: int = MAX_LOG_BYTES) -> dict[str, Any]:
         """Raw output bytes between absolute offsets [start, end) (None: the current end),
         at most `max_bytes` of them (the last ones when `start` is None). `end` in the result
         is where the returned bytes stop, `total` the current end of the output."""
@@ -422,7 +441,8 @@ class ProcessRegistry:
                 self._index_key = key
             return self._index
 
-    def _index_rows(self, finished: dict[str, dict], new: list[dict], ids: list[str]) -> None:
+    def _index_rows(self, finished: dict[str, dict[str, Any]], new: builtins.list[dict[str, Any]],
+                    ids: builtins.list[str]) -> None:
         """Append the rows of jobs seen finished for the first time; compact a bloated index."""
         live = set(ids)
         with self._lock:
@@ -435,7 +455,7 @@ class ProcessRegistry:
                 listindex.append(self.home, new)
                 self._index_lines += len(new)
 
-    def _list_row(self, session_id: str) -> tuple[dict, bool]:
+    def _list_row(self, session_id: str) -> tuple[dict[str, Any], bool]:
         """One row of `list` read from the job folder, and whether the job is finished for good
         (exit recorded, supervisor gone: the row can no longer change).
 
@@ -459,14 +479,14 @@ class ProcessRegistry:
         return row, job.exit is not None and not job.supervisor_alive
 
     @_safe
-    def get(self, session_id) -> dict:
+    def get(self, session_id: str) -> dict[str, Any]:
         """The job's full record: what poll gives plus meta, proc, exit and dir."""
         job = self._job(session_id)
         return {**self._summary(job, 1000), "meta": job.meta, "proc": job.proc, "exit": job.outcome or None,
                 "dir": str(job.dir)}
 
     @_safe
-    def inputs(self, session_id, limit: int = 20) -> list[dict]:
+    def inputs(self, session_id: str, limit: int = 20) -> builtins.list[dict[str, Any]]:
         """The last `limit` inputs typed into the job, oldest first: {t, source, preview, bytes}."""
         path = self.job_dir(session_id) / "inputs.jsonl"
         try:
@@ -481,7 +501,8 @@ class ProcessRegistry:
 
     # ---- waiting -----------------------------------------------------------------------
     @_safe
-    def wait(self, session_id, timeout=None, interrupt: threading.Event | None = None, until="exit") -> dict:
+    def wait(self, session_id: str, timeout: float | None = None, interrupt: threading.Event | None = None,
+             until: str = "exit") -> dict[str, Any]:
         """Block until the job ends, `timeout` seconds pass (clamped to HERMES_PROCS_MAX_WAIT),
         `interrupt` is set, or `until` holds (core/wait_until.py: input, quiet:S, output:REGEX, port:N).
 
@@ -494,7 +515,7 @@ class ProcessRegistry:
         timeout, note = _wait_timeout(timeout)
         job = self._job(session_id)
         deadline = time.monotonic() + timeout
-        met: dict = {}
+        met: dict[str, Any] = {}
         check = wait_until.checker(condition, job) if job.running else None
         while job.running:  # the supervisor may die while we wait: then wait for the process itself
             left, record = deadline - time.monotonic(), None
@@ -520,7 +541,8 @@ class ProcessRegistry:
         return result
 
     @_safe
-    def wait_any(self, session_ids, timeout=None, interrupt: threading.Event | None = None) -> dict:
+    def wait_any(self, session_ids: builtins.list[str] | tuple[str, ...], timeout: float | None = None,
+                 interrupt: threading.Event | None = None) -> dict[str, Any]:
         """Block until the first of `session_ids` (a list of ids or unique prefixes) has ended,
         `timeout` seconds pass (clamped as for wait) or `interrupt` is set. Woken by inotify on the
         home (every exit appends to events.jsonl: core/watch.py), with a 1 s look in any case (a
@@ -553,7 +575,9 @@ class ProcessRegistry:
                     return result
                 watch.wait(min(left, 0.2 if interrupt is not None else 1.0))
 
-    def _wait_socket(self, job: Job, timeout: float, interrupt, check=None) -> tuple[str, dict | None, dict]:
+    def _wait_socket(self, job: Job, timeout: float, interrupt: threading.Event | None,
+                     check: Callable[[], dict[str, Any] | None] | None = None,
+                     ) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
         """(outcome, the supervisor's exit record or None, the fields of the condition met): outcome is
         "exited", "met" (the `until` check held), "timeout" or "interrupted"."""
         deadline = time.monotonic() + timeout
@@ -585,7 +609,7 @@ class ProcessRegistry:
 
     # ---- what the human sees: screen, search, restart ----------------------------------
     @_safe
-    def screen(self, session_id) -> dict:
+    def screen(self, session_id: str) -> dict[str, Any]:
         """A PTY job's terminal screen as text (core/screen.py)."""
         job = self._job(session_id)
         if not job.meta.get("pty"):
@@ -598,7 +622,8 @@ class ProcessRegistry:
         return {"status": job.status, "session_id": job.session_id, **shown}
 
     @_safe
-    def search(self, session_id=None, pattern=None, context: int = 2, limit: int = 50, task_id=None) -> dict:
+    def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2, limit: int = 50,
+               task_id: str | None = None) -> dict[str, Any]:
         """Regex over the whole retained log of one job, or of every job (of `task_id`) when
         `session_id` is None (core/search.py)."""
         try:
@@ -616,10 +641,10 @@ class ProcessRegistry:
             ids = [row["session_id"] for row in rows]
         else:
             ids = [resolve_id(self.jobs_dir, session_id)]
-        matches: list[dict] = []
+        matches: list[dict[str, Any]] = []
         total = 0
         for sid in ids:
-            found: list[dict] = []
+            found: list[dict[str, Any]] = []
             total += search_log(self.jobs_dir / sid, regex, context, limit - len(matches), found)
             matches += [{"session_id": sid, **match} for match in found]
         result = {"status": "ok", "pattern": pattern, "matches": matches, "total": total}
@@ -628,7 +653,7 @@ class ProcessRegistry:
         return result
 
     @_safe
-    def restart(self, session_id) -> dict:
+    def restart(self, session_id: str) -> dict[str, Any]:
         """The same command, cwd, env, PTY and options again as a new job with `rerun_of` set;
         the old job (killed first if it still runs) keeps its log."""
         job = self._job(session_id)
@@ -647,7 +672,7 @@ class ProcessRegistry:
                           quiet_after=meta.get("quiet_after"), rerun_of=job.session_id)
 
     # ---- live operations ---------------------------------------------------------------
-    def _live(self, job: Job, message: dict, timeout: float | None = 10.0) -> dict:
+    def _live(self, job: Job, message: dict[str, Any], timeout: float | None = 10.0) -> dict[str, Any]:
         if job.unsupervised:
             return {"ok": False, "error": UNSUPERVISED.format(job=job.session_id)}
         try:
@@ -658,18 +683,18 @@ class ProcessRegistry:
             return {"ok": False, "stuck": True, "error": str(exc)}
 
     @_safe
-    def write(self, session_id, data, source: str = "agent") -> dict:
+    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> dict[str, Any]:
         """Send `data` (str or bytes, at most 1 MiB) to the job's stdin as it is.
 
         Returns `ok` with bytes_written, `already_exited`, or `error` when stdin is closed."""
         return self._write(session_id, data, source, enter=False)
 
     @_safe
-    def submit(self, session_id, data="", source: str = "agent") -> dict:
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> dict[str, Any]:
         """As `write`, with Enter appended (\n; \r for a PTY job)."""
         return self._write(session_id, data, source, enter=True)
 
-    def _write(self, session_id, data, source, enter: bool) -> dict:
+    def _write(self, session_id: str, data: object, source: object, enter: bool) -> dict[str, Any]:
         if isinstance(data, str):
             raw = data.encode()
         elif isinstance(data, (bytes, bytearray)):
@@ -690,16 +715,16 @@ class ProcessRegistry:
             return {"status": "ok", "session_id": job.session_id, "bytes_written": reply["bytes_written"]}
         return self._live_error(job, reply)
 
-    def _already_exited(self, job: Job) -> dict:
+    def _already_exited(self, job: Job) -> dict[str, Any]:
         return {"status": "already_exited", "session_id": job.session_id, **_outcome_fields(job)}
 
-    def _live_error(self, job: Job, reply: dict) -> dict:
+    def _live_error(self, job: Job, reply: dict[str, Any]) -> dict[str, Any]:
         if reply.get("exited"):
             return self._already_exited(load(job.dir))
         return {"status": "error", "session_id": job.session_id, "error": reply.get("error", "failed")}
 
     @_safe
-    def close_stdin(self, session_id) -> dict:
+    def close_stdin(self, session_id: str) -> dict[str, Any]:
         """End the job's input (EOF for a PTY job, the pipe closed otherwise). Returns `ok` or `already_exited`."""
         job = self._job(session_id)
         if not job.running:
@@ -708,7 +733,7 @@ class ProcessRegistry:
         return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
 
     @_safe
-    def resize(self, session_id, rows, cols) -> dict:
+    def resize(self, session_id: str, rows: int, cols: int) -> dict[str, Any]:
         """Set a PTY job's terminal size (1-9999 each). Returns `ok` with rows, cols, or `already_exited`."""
         terminal_size(rows, cols)
         job = self._job(session_id)
@@ -720,7 +745,7 @@ class ProcessRegistry:
         return self._live_error(job, reply)
 
     @_safe
-    def signal(self, session_id, sig: str) -> dict:
+    def signal(self, session_id: str, sig: str | int) -> dict[str, Any]:
         """Send one signal (INT, SIGINT, 2, ...; see model.SENDABLE_SIGNALS) to the job's process group.
 
         Returns `ok`, `already_exited`, or `error` for a signal that cannot be sent."""
@@ -731,15 +756,16 @@ class ProcessRegistry:
         job = self._job(session_id)
         if not job.running:
             return self._already_exited(job)
-        if job.unsupervised:  # no supervisor to ask: the root's process group, identity-checked
-            for pid, ticks in proctree.group_members(*job.root).items():
+        root = job.root
+        if job.unsupervised and root:  # no supervisor to ask: the root's process group, identity-checked
+            for pid, ticks in proctree.group_members(*root).items():
                 proctree.send(pid, ticks, getattr(signal, "SIG" + name))
             return {"status": "ok", "session_id": job.session_id}
         reply = self._live(job, {"op": "signal", "signal": name})
         return {"status": "ok", "session_id": job.session_id} if reply.get("ok") else self._live_error(job, reply)
 
     @_safe
-    def tree(self, session_id) -> dict:
+    def tree(self, session_id: str) -> dict[str, Any]:
         """The job's processes (proctree's identity-checked rule), parents first: pid, ppid,
         start_ticks, depth, command, state, cpu_percent, rss_bytes, awaiting_input
         (core/processes.py). Returns the job's status, session_id and `processes` (empty when
@@ -749,7 +775,8 @@ class ProcessRegistry:
         return {"status": job.status, "session_id": job.session_id, "processes": rows}
 
     @_safe
-    def signal_process(self, session_id, pid, sig, start_ticks=None) -> dict:
+    def signal_process(self, session_id: str, pid: int, sig: str | int,
+                       start_ticks: int | None = None) -> dict[str, Any]:
         """Send one signal (as `signal` takes them) to ONE process of the job: `pid` must be a
         member of the job by proctree's rule (pid + start ticks checked; `start_ticks`, as
         `tree` showed it, pins the exact process). Returns `ok` with pid and signal, or `error`."""
@@ -767,7 +794,7 @@ class ProcessRegistry:
         return {"status": "ok", "session_id": job.session_id, "pid": pid, "signal": name}
 
     @_safe
-    def set_watch_patterns(self, session_id, patterns) -> dict:
+    def set_watch_patterns(self, session_id: str, patterns: builtins.list[str]) -> dict[str, Any]:
         """Replace a running job's watch_patterns from now on (output already scanned stays)."""
         _check_watch_patterns(patterns)
         job = self._job(session_id)
@@ -778,14 +805,14 @@ class ProcessRegistry:
             return {"status": "ok", "session_id": job.session_id, "watch_patterns": reply["patterns"]}
         return self._live_error(job, reply)
 
-    def stream(self, session_id, input: bool = False, source: str = "human") -> protocol.Stream:
+    def stream(self, session_id: str, input: bool = False, source: str = "human") -> protocol.Stream:
         """A live attach from the current end of the output (`stream.offset`); older output is in
         the log files. Raises IdError or protocol.SupervisorGone (unlike the dict-returning methods)."""
         return protocol.Stream.open(self.job_dir(session_id), input=input, source=source)
 
     # ---- kill --------------------------------------------------------------------------
     @_safe
-    def kill(self, session_id, grace=None) -> dict:
+    def kill(self, session_id: str, grace: float | None = None) -> dict[str, Any]:
         """Kill the job's whole process tree: SIGTERM, then SIGKILL after `grace` seconds.
 
         Returns `killed` (outcome fields, output), `already_exited`, or `error` with survivors."""
@@ -812,7 +839,7 @@ class ProcessRegistry:
         return self._kill_result(job, reply.get("survivors", []),
                                  was_running=job.outcome.get("completion_reason") == "killed")
 
-    def _kill_damaged(self, jobdir: Path, grace: float) -> dict:
+    def _kill_damaged(self, jobdir: Path, grace: float) -> dict[str, Any]:
         """Kill a job whose folder cannot be read, through its supervisor; the CorruptJob error
         stands when no supervisor answers."""
         try:
@@ -826,12 +853,14 @@ class ProcessRegistry:
         if survivors:
             return {"status": "error", "session_id": jobdir.name, "survivors": survivors,
                     "error": f"could not kill {len(survivors)} process(es) of the job: {survivors}"}
-        record = reply.get("exit") if isinstance(reply.get("exit"), dict) else {}
+        record = reply.get("exit")
+        if not isinstance(record, dict):
+            record = {}
         return {"status": "killed", "session_id": jobdir.name, "exit_code": record.get("exit_code"),
                 "completion_reason": record.get("completion_reason"), "signal": record.get("signal"),
                 "output": text.last_chars(logstore.tail_bytes(jobdir, 12288), 2000)}
 
-    def _kill_fallback(self, job: Job, grace: float, was_running: bool | None = None) -> dict:
+    def _kill_fallback(self, job: Job, grace: float, was_running: bool | None = None) -> dict[str, Any]:
         """Kill without the supervisor's help: a lost job's process (it may run on, unsupervised),
         an exited job's leftovers, the tree of a job whose supervisor is stopped. Only the job's
         own processes (proctree's rule) are signalled, and no exit record is written: only the
@@ -840,7 +869,7 @@ class ProcessRegistry:
         survivors = proctree.kill_tree(job.tree(), grace) if job.proc else []
         return self._kill_result(load(job.dir), survivors, was_running)
 
-    def _kill_result(self, job: Job, survivors: list[int], was_running: bool) -> dict:
+    def _kill_result(self, job: Job, survivors: builtins.list[int], was_running: bool) -> dict[str, Any]:
         if survivors:
             return {"status": "error", "session_id": job.session_id, "survivors": survivors,
                     "error": f"could not kill {len(survivors)} process(es) of the job: {survivors}"}
@@ -853,25 +882,26 @@ class ProcessRegistry:
 
     # ---- events and retention ----------------------------------------------------------
     @_safe
-    def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False) -> list[dict]:
+    def drain_events(self, consumer: str = "default", all_types: bool = False,
+                     only_new: bool = False) -> builtins.list[dict[str, Any]]:
         """Events this consumer has not seen yet, oldest first, each exactly once (see docs/api.md)."""
         self._check_consumer(consumer)
         return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new)
 
     @_safe
-    def forget_consumer(self, consumer: str) -> dict:
+    def forget_consumer(self, consumer: str) -> dict[str, Any]:
         """Delete a consumer's cursor: its next drain starts over (or, with only_new, at the end)."""
         self._check_consumer(consumer)
         events.forget(self.home, consumer)
         return {"status": "ok"}
 
     @staticmethod
-    def _check_consumer(consumer) -> None:
+    def _check_consumer(consumer: object) -> None:
         if not events.valid_consumer(consumer):
             raise BadInput(events.CONSUMER_RULE)
 
     @_safe
-    def prune(self, keep_days=None, keep_count=None) -> dict:
+    def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
         """Delete finished jobs past retention (running jobs are kept).
 
         Returns `ok` with pruned, pruned_ids, kept_finished, pruned_cursors."""
@@ -921,14 +951,14 @@ def _pruned_left(stamp: Path) -> int:
 
 
 # ---- spawn's argument checks (BadInput: one line) ---------------------------------------
-def _check_command(command) -> None:
+def _check_command(command: object) -> None:
     if not isinstance(command, str) or not command.strip():
         raise BadInput("command must be a non-empty string")
     if "\0" in command:
         raise BadInput("command must not contain NUL characters")
 
 
-def _checked_cwd(cwd) -> str:
+def _checked_cwd(cwd: object) -> str:
     """The job's working directory as an absolute path (None or "": the current one); it must exist."""
     cwd = os.getcwd() if cwd in (None, "") else cwd
     if not isinstance(cwd, (str, os.PathLike)) or "\0" in str(cwd):
@@ -939,13 +969,13 @@ def _checked_cwd(cwd) -> str:
     return cwd
 
 
-def _check_env(env) -> None:
+def _check_env(env: object) -> None:
     if env is not None and not (isinstance(env, dict) and all(
             isinstance(k, str) and k and "=" not in k and "\0" not in k + str(v) for k, v in env.items())):
         raise BadInput("env must be a dict of variable names to values")
 
 
-def _check_watch_patterns(patterns) -> None:
+def _check_watch_patterns(patterns: object) -> None:
     if not (isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns)):
         raise BadInput("watch_patterns must be a list of non-empty strings")
 
@@ -958,7 +988,7 @@ def _job_shell(command: str) -> list[str]:
     return shell
 
 
-def _rerun_meta(env, quiet_after, rerun_of) -> dict:
+def _rerun_meta(env: dict[str, str] | None, quiet_after: float | None, rerun_of: str | None) -> dict[str, Any]:
     """Meta that restart() and the supervisor's quiet event need: the env given at spawn (the
     rest of the environment is the caller's, as at the first start), quiet_after, rerun_of."""
     return {"env": {k: str(v) for k, v in (env or {}).items()},
@@ -966,7 +996,7 @@ def _rerun_meta(env, quiet_after, rerun_of) -> dict:
             "rerun_of": str(rerun_of) if rerun_of else None}
 
 
-def _wait_timeout(timeout) -> tuple[float, str | None]:
+def _wait_timeout(timeout: float | None) -> tuple[float, str | None]:
     """(seconds to wait, a note when `timeout` was clamped to HERMES_PROCS_MAX_WAIT); None waits
     the maximum. Raises BadNumber for a bad value."""
     maximum = _env_float("HERMES_PROCS_MAX_WAIT", DEFAULT_MAX_WAIT)
@@ -979,13 +1009,13 @@ def _wait_timeout(timeout) -> tuple[float, str | None]:
     return timeout, None
 
 
-def _outcome_fields(job: Job) -> dict:
+def _outcome_fields(job: Job) -> dict[str, Any]:
     outcome = job.outcome
     return {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
             "signal": outcome.get("signal")}
 
 
-def _exit_of_reply(sock) -> dict | None:
+def _exit_of_reply(sock: socket.socket) -> dict[str, Any] | None:
     """The exit record in a `wait` reply; None when the supervisor closed or said no more."""
     try:
         sock.settimeout(2.0)
@@ -1015,7 +1045,7 @@ def _short_command(command: str) -> str:
     return repr(command) if len(command) <= 200 else repr(command[:200]) + f"... ({len(command)} characters)"
 
 
-def _wait_process(root: tuple[int, int] | None, timeout: float, interrupt) -> str:
+def _wait_process(root: tuple[int, int] | None, timeout: float, interrupt: threading.Event | None) -> str:
     """Wait for an unsupervised job's process to end: "exited", "timeout" or "interrupted"."""
     deadline = time.monotonic() + timeout
     try:
@@ -1036,7 +1066,7 @@ def _wait_process(root: tuple[int, int] | None, timeout: float, interrupt) -> st
             os.close(fd)
 
 
-def _parse_report(line: bytes) -> dict:
+def _parse_report(line: bytes) -> dict[str, Any]:
     import json
 
     try:

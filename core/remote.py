@@ -228,7 +228,7 @@ class _Pending:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.reply: dict | None = None
+        self.reply: dict[str, Any] | None = None
 
 
 class Connection:
@@ -238,8 +238,8 @@ class Connection:
         self.host = host
         self.state = "new"  # new, connected, unreachable
         self.error = ""
-        self.hello: dict = {}
-        self._proc: subprocess.Popen | None = None
+        self.hello: dict[str, Any] = {}
+        self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()  # connect / state
         self._wlock = threading.Lock()
         self._next = 0
@@ -297,7 +297,7 @@ class Connection:
         self.state, self.error = "connected", ""
         threading.Thread(target=self._read_loop, args=(proc,), daemon=True).start()
 
-    def _read_line(self, proc: subprocess.Popen) -> dict:
+    def _read_line(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
         deadline = time.monotonic() + CONNECT_TIMEOUT
         fd = proc.stdout.fileno()
         line = b""
@@ -316,7 +316,7 @@ class Connection:
             raise HostUnreachable(f"unexpected output from the remote: {line[:200]!r}") from None
         return msg if isinstance(msg, dict) else {}
 
-    def _why(self, proc: subprocess.Popen, default: str) -> str:
+    def _why(self, proc: subprocess.Popen[bytes], default: str) -> str:
         try:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -325,11 +325,11 @@ class Connection:
         lines = [s for s in self._stderr if s.strip()]
         return lines[-1].strip() if lines else default
 
-    def _read_stderr(self, proc: subprocess.Popen) -> None:
+    def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         for raw in proc.stderr:
             self._stderr = [*self._stderr, raw.decode("utf-8", "replace")][-20:]
 
-    def _read_loop(self, proc: subprocess.Popen) -> None:
+    def _read_loop(self, proc: subprocess.Popen[bytes]) -> None:
         for line in proc.stdout:
             try:
                 msg = json.loads(line, object_hook=decode_hook)
@@ -343,7 +343,7 @@ class Connection:
                 self._last_try = 0.0
         self._fail_all()
 
-    def _deliver(self, msg: dict) -> None:
+    def _deliver(self, msg: dict[str, Any]) -> None:
         mid = msg.get("id")
         stream = self._streams.get(mid)
         if stream is not None and ("data" in msg or "end" in msg):
@@ -381,7 +381,7 @@ class Connection:
         self._fail_all()
 
     # -- requests
-    def send(self, message: dict) -> None:
+    def send(self, message: dict[str, Any]) -> None:
         proc = self._proc
         if proc is None:
             raise HostUnreachable(self._unreachable())
@@ -397,7 +397,8 @@ class Connection:
             self._next += 1
             return self._next
 
-    def request(self, message: dict, timeout: float | None = None, cancel: threading.Event | None = None) -> dict:
+    def request(self, message: dict[str, Any], timeout: float | None = None,
+                cancel: threading.Event | None = None) -> dict[str, Any]:
         """Send one request and wait for its reply; `cancel` set asks the remote to stop it."""
         self.ensure()
         mid = self._new_id()
@@ -416,7 +417,7 @@ class Connection:
             raise HostUnreachable(self._unreachable())
         return pending.reply
 
-    def call(self, method: str, args: tuple = (), kwargs: dict | None = None, *,
+    def call(self, method: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
              timeout: float | None = None, cancel: threading.Event | None = None) -> Any:
         """The result of `registry.METHOD(*args, **kwargs)` on the host."""
         reply = self.request({"call": method, "args": list(args), "kwargs": kwargs or {}}, timeout, cancel)
@@ -458,7 +459,7 @@ class RemoteStream:
         self.pty = False
         self.closed = False
 
-    def _feed(self, msg: dict) -> None:
+    def _feed(self, msg: dict[str, Any]) -> None:
         try:
             if "data" in msg:
                 self._w.sendall(base64.b64decode(msg["data"]))
@@ -526,7 +527,7 @@ class RemoteRegistry:
 
     remote = True
 
-    def __init__(self, host: str, home: str | os.PathLike | None = None) -> None:
+    def __init__(self, host: str, home: str | os.PathLike[str] | None = None) -> None:
         from .config import host_aliases
 
         parsed = parse_host(host, host_aliases())
@@ -540,19 +541,19 @@ class RemoteRegistry:
     def home(self) -> str:
         return f"{self.host.label}:{self.conn.hello.get('home', '?')}"
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """{"host", "state": connected/unreachable/new, "error", "code": installed/sent/cached}."""
         return {"host": self.host.label, "state": self.conn.state, "error": self.conn.error,
                 "code": self.conn.hello.get("code"), "remote_home": self.conn.hello.get("home")}
 
-    def connect(self) -> dict:
+    def connect(self) -> dict[str, Any]:
         try:
             self.conn.ensure()
         except HostUnreachable:
             pass
         return self.status()
 
-    def _call(self, method: str, args: tuple, kwargs: dict, cancel: threading.Event | None = None) -> Any:
+    def _call(self, method: str, args: tuple, kwargs: dict[str, Any], cancel: threading.Event | None = None) -> Any:
         try:
             result = self.conn.call(method, args, kwargs, cancel=cancel)
         except HostUnreachable as exc:
@@ -571,11 +572,11 @@ class RemoteRegistry:
         return result
 
     def wait(self, session_id: Any, timeout: Any = None, interrupt: threading.Event | None = None,
-             **kwargs: Any) -> dict:
+             **kwargs: Any) -> dict[str, Any]:
         """As `ProcessRegistry.wait`; setting `interrupt` stops the remote wait too."""
         return self._call("wait", (session_id,), {"timeout": timeout, **kwargs}, cancel=interrupt)
 
-    def spawn(self, command: Any, **kwargs: Any) -> dict:
+    def spawn(self, command: Any, **kwargs: Any) -> dict[str, Any]:
         """As `ProcessRegistry.spawn`, on the host; the host is remembered on this machine so its
         dashboard shows the job next to local ones (core/hosts.py)."""
         result = self._call("spawn", (command,), kwargs)

@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from . import events
 from .jobstate import CorruptJob, load
@@ -36,7 +37,7 @@ def keep_count() -> int:
     return int(_setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
 
 
-def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict:
+def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict[str, Any]:
     """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
     days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
     count = int(_setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))

@@ -16,6 +16,7 @@ import re
 import struct
 import termios
 from pathlib import Path
+from typing import Any
 
 from . import logstore
 
@@ -85,11 +86,11 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
 _ALT_MODES = (47, 1047, 1049)
 
 
-def scan_modes(skipped: bytes, into: dict | None = None) -> dict:
+def scan_modes(skipped: bytes, into: dict[str, Any] | None = None) -> dict[str, Any]:
     """The DEC private modes (and keypad mode, key ``"keypad"``) that ``skipped`` left set,
     in order of their last change: ``{1049: True, 1: False, "keypad": b"=", ...}``. Pass
     ``into`` to accumulate over several skipped pieces."""
-    last: dict = {} if into is None else into
+    last: dict[str, Any] = {} if into is None else into
     for m in _PRIVATE_MODE_RE.finditer(skipped):
         on = m.group(2) == b"h"
         for p in m.group(1).split(b";"):
@@ -103,7 +104,7 @@ def scan_modes(skipped: bytes, into: dict | None = None) -> dict:
     return last
 
 
-def _replay_bytes(modes: dict, in_alt: bool | None) -> bytes:
+def _replay_bytes(modes: dict[str, Any], in_alt: bool | None) -> bytes:
     """Bytes that put an engine in ``modes``. Alternate-screen switches are only emitted
     when they change the engine's state (``in_alt``): entering it again would clear it."""
     out = []
@@ -131,7 +132,7 @@ def prepare(data: bytes, rows: int, cols: int, in_alt: bool) -> tuple[int, bytes
     return cut, tail
 
 
-def replay_modes(modes: dict, in_alt: bool) -> bytes:
+def replay_modes(modes: dict[str, Any], in_alt: bool) -> bytes:
     """Bytes that reset attributes and apply `modes` (from :func:`scan_modes`)."""
     return _RESET_ATTRS + _replay_bytes(modes, in_alt)
 
@@ -164,7 +165,7 @@ class ReplySink:
 
 
 
-def render(jobdir: Path, meta: dict, root_pid: int | None) -> dict:
+def render(jobdir: Path, meta: dict[str, Any], root_pid: int | None) -> dict[str, Any]:
     """The screen the job's output leaves, at its terminal's current size."""
     from bittty import Board
 

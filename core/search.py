@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from . import logstore
 from .text import to_text
@@ -20,7 +21,7 @@ CHUNK = 1 << 20
 LINE_CHARS = 2000  # a line in a result is cut to this many characters
 
 
-def compile_pattern(pattern: object) -> re.Pattern:
+def compile_pattern(pattern: object) -> re.Pattern[str]:
     """The regex, or ValueError saying what is wrong with it."""
     if not isinstance(pattern, str) or not pattern:
         raise ValueError(f"pattern must be a non-empty regular expression, not {pattern!r}")
@@ -30,12 +31,12 @@ def compile_pattern(pattern: object) -> re.Pattern:
         raise ValueError(f"pattern {pattern!r} is not a valid regular expression ({exc})") from None
 
 
-def search_log(jobdir: Path, pattern: re.Pattern, context: int, limit: int, matches: list) -> int:
+def search_log(jobdir: Path, pattern: re.Pattern[str], context: int, limit: int, matches: list) -> int:
     """Append up to `limit` matches ({"line_no", "line", "before", "after"}) to `matches`;
     return how many lines match in all."""
     anywhere = re.compile(pattern.pattern, pattern.flags | re.MULTILINE)  # ^ and $ at each line of a chunk
     before: deque[str] = deque(maxlen=context)
-    waiting: list[dict] = []  # matches still collecting their `after` lines
+    waiting: list[dict[str, Any]] = []  # matches still collecting their `after` lines
     total = 0
     line_no = 0
     for chunk in _chunks(jobdir):

@@ -23,6 +23,10 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
+TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
+if TYPE_CHECKING:
+    from typing import Any
+
 try:
     from . import proctree
 except ImportError:  # the supervisor imports us as a top-level module next to proctree.py

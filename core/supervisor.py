@@ -26,7 +26,7 @@ class StartFailed(Exception):
     """The job could not be started (its exec or chdir failed); the message says why."""
 
 
-def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list, umask: int) -> tuple:
+def start_child(pty: bool, rows: int, cols: int, cwd: str, argv: list[str], umask: int) -> tuple[int, int, int]:
     """Fork and exec the job in its own session; return (pid, out_fd, in_fd).
 
     Raises OSError (no PTY, no fork) or StartFailed: a failed exec (or chdir) is reported back,

@@ -15,6 +15,11 @@ import socket
 import time
 
 import wire
+from supervisor_state import SupervisorState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 MAX_CLIENT_BACKLOG = 4 << 20
 MAX_CLIENTS = 256  # connections served at once (fewer when the fd limit is low); the rest get an error
@@ -36,9 +41,9 @@ class Client:
         self.typed = bytearray()
 
 
-class ClientHub:
+class ClientHub(SupervisorState):
     def _init_clients(self) -> None:
-        self.clients: dict = {}
+        self.clients = {}
         self.accept_paused_until = None
         self.accept_delay = ACCEPT_BACKOFF[0]
         self.max_clients = max(1, min(MAX_CLIENTS, _open_max() - RESERVED_FDS))
@@ -103,7 +108,7 @@ class ClientHub:
             pass
         sock.close()
 
-    def _on_client(self, client, mask: int) -> None:
+    def _on_client(self, client: Client, mask: int) -> None:
         if mask & selectors.EVENT_WRITE:
             self._flush_client(client)
         if mask & selectors.EVENT_READ and client.sock.fileno() in self.clients:
@@ -140,11 +145,11 @@ class ClientHub:
             rest, client.inbuf = client.inbuf, b""
             self._attached_input(client, rest)
 
-    def _reply(self, client: Client, message: dict) -> None:
+    def _reply(self, client: Client, message: dict[str, Any]) -> None:
         message["v"] = wire.VERSION
         self._send(client, (json.dumps(message) + "\n").encode())
 
-    def _send(self, client: Client, data: bytes) -> None:
+    def _send(self, client: Client, data: bytes | memoryview) -> None:
         if client.sock.fileno() not in self.clients:
             return
         if len(client.outbuf) > MAX_CLIENT_BACKLOG:
@@ -198,7 +203,7 @@ def _spare_fd() -> int:
         return -1
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number")
 
 

@@ -13,17 +13,24 @@ import time
 
 import bounds
 import proctree
+from supervisor_state import SupervisorState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from supervisor_clients import Client
 
 
-class Killer:
+class Killer(SupervisorState):
     def _init_kill(self) -> None:
         self.kill_reason = None
         self.kill_thread = None
         self.kill_deadline = None
-        self.kill_waiters: list = []
-        self.kill_results: list = []
+        self.kill_waiters = []
+        self.kill_results = []
 
-    def _kill_request(self, client, req: dict) -> None:
+    def _kill_request(self, client: Client, req: dict[str, Any]) -> None:
         """A kill from the socket. One that expired while nobody read it (the supervisor was
         stopped and the caller gave up and killed directly) is refused, not done by surprise."""
         grace = bounds.seconds(req.get("grace", 3.0), "grace", allow_zero=True)
@@ -32,18 +39,18 @@ class Killer:
             return self._reply(client, {"ok": False, "error": "the kill request expired before it was read"})
         self._start_kill(grace, str(req.get("reason", "killed")), client)
 
-    def _start_kill(self, grace: float, reason: str, client) -> None:
+    def _start_kill(self, grace: float, reason: str, client: Client | None) -> None:
         """Start killing the tree; a kill already under way is joined, and its grace period
         shortened when this one asks for less."""
         if client is not None:
             self.kill_waiters.append(client)
-        if self.kill_thread is not None:
+        if self.kill_thread is not None and self.kill_deadline is not None:
             self.kill_deadline.shorten(grace)
             return
         if self.exit is None:
             self.kill_reason = reason
         self.kill_deadline = proctree.Deadline(grace)
-        self.kill_thread = threading.Thread(target=self._kill_worker, daemon=True)
+        self.kill_thread = threading.Thread(target=self._kill_worker, args=(self.kill_deadline,), daemon=True)
         self.kill_thread.start()
 
     def _job_tree(self) -> proctree.Tree:
@@ -53,9 +60,9 @@ class Killer:
         known = {me: proctree.start_ticks(me), self.pid: self.ticks}
         return proctree.Tree(known, session=self.pid, leader_ticks=self.ticks)
 
-    def _kill_worker(self) -> None:
+    def _kill_worker(self, deadline: proctree.Deadline) -> None:
         hangup = (self.pid, self.ticks) if self.pty and self.exit is None else None
-        survivors = proctree.kill_tree(self._job_tree(), self.kill_deadline, hangup=hangup)
+        survivors = proctree.kill_tree(self._job_tree(), deadline, hangup=hangup)
         self.kill_results.append((survivors, self.kill_waiters))
         self.kill_waiters = []
         try:

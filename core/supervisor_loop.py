@@ -27,6 +27,10 @@ from supervisor_output import OutputLog, unlink_quietly
 from supervisor_stdin import StdinQueue
 from supervisor_watch import Watcher
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 RETRY_WRITES = (0.2, 5.0)  # retry a failed exit.json / logstate.json / events write (doubling)
 MAX_PENDING_EVENTS = 1000
 MAX_LINGER = 24 * 3600.0  # after the job ended, keep retrying to store its exit this long
@@ -56,10 +60,10 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self.exit_stored = False
         self.exited_at = 0.0
         self.state_dirty = False
-        self.pending_events: list = []
+        self.pending_events = []
         self.retry_at = None
         self.retry_delay = RETRY_WRITES[0]
-        self.waiters: list = []
+        self.waiters = []
         self._init_output()
         self._init_stdin()
         self._init_clients()
@@ -69,7 +73,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self.sel = selectors.DefaultSelector()
         self.idle = IdleWatch(self)  # awaiting_input and quiet events (core/idle_events.py)
 
-    def _deadline(self, max_runtime) -> float | None:
+    def _deadline(self, max_runtime: object) -> float | None:
         if max_runtime is None:
             return None
         try:
@@ -259,6 +263,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         """exit.json, unless someone already wrote a valid one (then theirs stands); on a write
         error the exit stays in memory and is retried (the supervisor lingers until it is stored,
         or until the job folder is gone)."""
+        if self.exit is None:
+            return
         try:
             self.exit = _record_exit(self.exit)
             self.exit_stored = True
@@ -267,7 +273,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
                 self._complain(f"cannot write exit.json yet, will retry: {exc.strerror}")
                 self._schedule_retry()
 
-    def _event(self, kind: str, **fields) -> None:
+    def _event(self, kind: str, **fields: Any) -> None:
         """Append an event to the home's events.jsonl; kept in memory and retried when it cannot
         be written (in order: queued events go first)."""
         event = {"type": kind, "session_id": self.session_id, "t": time.time(), **fields}
@@ -298,7 +304,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self._schedule_retry()
 
     # ---- requests ----------------------------------------------------------------------
-    def _dispatch(self, client: Client, req: dict) -> None:
+    def _dispatch(self, client: Client, req: dict[str, Any]) -> None:
         op = req["op"]
         if op == wire.STATUS:
             self._reply(client, {"ok": True, "pid": self.pid, "running": self.exit is None,
@@ -380,7 +386,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         if self.log_fd >= 0:
             os.close(self.log_fd)
 
-    def _write_json(self, name: str, data: dict) -> bool:
+    def _write_json(self, name: str, data: dict[str, Any]) -> bool:
         """Write a small JSON file atomically; False (and a note in supervisor.log) on failure."""
         tmp = f".{name}.tmp"
         try:
@@ -393,7 +399,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
             return False
 
 
-def _record_exit(record: dict) -> dict:
+def _record_exit(record: dict[str, Any]) -> dict[str, Any]:
     """Write exit.json unless a valid one is there already (the first writer wins); return the
     record that stands. A damaged exit.json (not an exit record) is replaced by ours."""
     tmp = ".exit.json.tmp"
@@ -421,7 +427,7 @@ def _write_file(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def _read_json(path: str):
+def _read_json(path: str) -> object:
     """A JSON file's value, or None when it is missing or damaged."""
     try:
         with open(path, "rb") as fh:
@@ -430,7 +436,7 @@ def _read_json(path: str):
         return None
 
 
-def _read_meta(jobdir: str) -> dict:
+def _read_meta(jobdir: str) -> dict[str, Any]:
     """meta.json as the registry wrote it; {} when it is gone or damaged (the job runs on with
     the defaults: it was started, and only its description is lost)."""
     meta = _read_json(os.path.join(jobdir, "meta.json"))

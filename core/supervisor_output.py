@@ -13,6 +13,7 @@ import threading
 import time
 
 import timeline
+from supervisor_state import SupervisorState
 
 LOG = "output.log"
 READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
@@ -21,7 +22,7 @@ QUERY_REPLIES = ((b"\x1b[6n", b"\x1b[1;1R"), (b"\x1b[c", b"\x1b[?1;2c"), (b"\x1b
                  (b"\x1b[5n", b"\x1b[0n"))
 
 
-class OutputLog:
+class OutputLog(SupervisorState):
     def _init_output(self) -> None:
         self.log_fd = -1
         self.log_size = 0

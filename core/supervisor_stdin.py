@@ -16,15 +16,17 @@ import time
 
 from supervisor_clients import Client
 from supervisor_output import LOG
+from supervisor_state import SupervisorState
 from supervisor_watch import _plain
 
 MAX_PENDING_STDIN = 1 << 20
 
 
-class StdinQueue:
+class StdinQueue(SupervisorState):
     def _init_stdin(self) -> None:
         self.stdin_open = True
         self.stdin_closing = False
+        self.stdin_registered = False  # in_fd is in the selector (a pipe job's stdin)
         self.pending = bytearray()
 
     def _queue_stdin(self, data: bytes) -> str | None:
@@ -56,17 +58,16 @@ class StdinQueue:
 
     def _watch_stdin(self) -> None:
         want = bool(self.pending) and self.stdin_open
-        registered = getattr(self, "_stdin_registered", False)
         if self.in_fd == self.out_fd:
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
             if self.output_open:
                 self.sel.modify(self.out_fd, events, "output")
             return
-        if want and not registered:
+        if want and not self.stdin_registered:
             self.sel.register(self.in_fd, selectors.EVENT_WRITE, "stdin")
-        elif not want and registered:
+        elif not want and self.stdin_registered:
             self.sel.unregister(self.in_fd)
-        self._stdin_registered = want
+        self.stdin_registered = want
 
     def _close_stdin(self) -> None:
         if self.pending:
@@ -85,9 +86,9 @@ class StdinQueue:
             return
         if self.stdin_open:
             self.stdin_open = False
-            if getattr(self, "_stdin_registered", False):
+            if self.stdin_registered:
                 self.sel.unregister(self.in_fd)
-                self._stdin_registered = False
+                self.stdin_registered = False
             os.close(self.in_fd)
 
     def _log_input(self, data: bytes, source: str) -> None:

@@ -10,13 +10,18 @@ import time
 
 import bounds
 from supervisor_output import LOG
+from supervisor_state import SupervisorState
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from supervisor_clients import Client
 
 WATCH_INTERVAL = 15.0
 WATCH_MAX = 8
 MAX_LINE = 64 << 10
 
 
-class Watcher:
+class Watcher(SupervisorState):
     def _init_watch(self) -> None:
         self.watch = [p for p in self.meta.get("watch_patterns") or [] if p]
         self.watch_partial = b""
@@ -49,7 +54,7 @@ class Watcher:
             reported = matched(partial)
         self.watch_partial_hit = reported
 
-    def _set_watch(self, client, patterns) -> None:
+    def _set_watch(self, client: Client, patterns: object) -> None:
         """The watch op: new patterns from now on; a prompt already waiting (no newline) matches now."""
         if not isinstance(patterns, list):
             return self._reply(client, {"ok": False, "error": "patterns must be a list of strings"})

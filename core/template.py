@@ -35,7 +35,7 @@ import socket
 import stat
 import struct
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only for an annotation: subprocess is imported where a template starts
     import subprocess
@@ -156,7 +156,7 @@ def _acknowledged(sock: socket.socket) -> bool:
     return got.startswith(b"forked ")
 
 
-def start(home, idle: float, log_path) -> subprocess.Popen | None:
+def start(home, idle: float, log_path) -> subprocess.Popen[bytes] | None:
     """Start the home's template unless one runs or is starting (its lock is held); the caller
     reaps the returned process. The lock is taken here and handed to the template, so several
     registries racing to start one start exactly one."""

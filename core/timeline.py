@@ -23,6 +23,11 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
 __all__ = ["EVERY", "RECORD", "TIMES_NAME", "TimeIndex", "parse_since", "prune", "read_since", "record"]
 
 TIMES_NAME = "times.idx"
@@ -44,7 +49,7 @@ class TimeIndex:
     (or call :meth:`close`).  ``exists`` is False when the job has no index (a job started by
     an older version); every lookup then answers None."""
 
-    def __init__(self, jobdir: str | os.PathLike) -> None:
+    def __init__(self, jobdir: str | os.PathLike[str]) -> None:
         try:
             self._fd = os.open(os.path.join(jobdir, TIMES_NAME), os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
@@ -153,7 +158,7 @@ def prune(path: str, keep_from: int) -> None:
     os.rename(tmp, path)
 
 
-def read_since(jobdir: str | os.PathLike, since: object, limit: int) -> dict:
+def read_since(jobdir: Path, since: object, limit: int) -> dict[str, Any]:
     """``read_log(since=...)``: the last ``limit`` lines, none older than ``since``
     (:func:`parse_since`), as :func:`hermes_procs.core.logstore.read_lines` returns them, plus
     ``since`` (the cutoff, ISO 8601 UTC).  Raises ValueError for a bad ``since`` or a job

@@ -308,7 +308,7 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-def _session_id(args: dict) -> str:
+def _session_id(args: dict[str, Any]) -> str:
     value = args.get("session_id")
     if value is None or value == "":
         raise _ArgError("missing required argument 'session_id' (the id returned by start or list)")
@@ -321,7 +321,7 @@ def _session_id(args: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # dispatch
 # ---------------------------------------------------------------------------------------------
-def run_action(args: Any, registry=None, task_id: str | None = None) -> dict:
+def run_action(args: Any, registry=None, task_id: str | None = None) -> dict[str, Any]:
     """Perform one tool call and return its result dict (redacted). Never raises."""
     try:
         result = _dispatch(args, registry, task_id)
@@ -496,5 +496,5 @@ _HANDLERS: dict[str, Callable[[Any, dict, str | None], dict]] = {
 }
 
 
-def _as_dict(result: Any) -> dict:
+def _as_dict(result: Any) -> dict[str, Any]:
     return result if isinstance(result, dict) else {"status": "error", "error": f"unexpected result {result!r}"}

@@ -19,6 +19,8 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from . import logstore, stats
 from .jobstate import Job
@@ -39,7 +41,7 @@ class UntilError(ValueError):
 class Until:
     kind: str  # exit, input, quiet, output, port
     seconds: float = 0.0
-    pattern: re.Pattern | None = None
+    pattern: re.Pattern[str] | None = None
     port: int = 0
 
 
@@ -75,11 +77,11 @@ def parse(until: object) -> Until:
     raise UntilError(f"unknown until {until!r}; use one of {', '.join(KINDS)}")
 
 
-def checker(until: Until, job: Job) -> Callable[[], dict | None] | None:
+def checker(until: Until, job: Job) -> Callable[[], dict[str, Any] | None] | None:
     """The check for a running job (None for `exit`: the socket wait alone does it)."""
     if until.kind == "exit":
         return None
-    if until.kind == "output":
+    if until.kind == "output" and until.pattern is not None:
         return _OutputCheck(job.dir, until.pattern).check
     if until.kind == "quiet":
         log = str(job.dir / logstore.LOG_NAME)
@@ -102,7 +104,7 @@ class _InputCheck:
     def __init__(self, tree: Callable[[], list[int]], root: int | None) -> None:
         self.tree, self.root, self.seen = tree, root, False
 
-    def check(self) -> dict | None:
+    def check(self) -> dict[str, Any] | None:
         # the root's stdin is read each time: right after the fork it is not yet the job's
         waiting = stats.waiting_for_input(self.tree(), stats.fd_target(self.root, 0) if self.root else None)
         met, self.seen = waiting and self.seen, waiting
@@ -113,13 +115,13 @@ class _OutputCheck:
     """Searches the output written since it was made; a line still being written is searched
     again with what follows it, so a prompt with no newline matches."""
 
-    def __init__(self, jobdir, pattern: re.Pattern) -> None:
+    def __init__(self, jobdir: Path, pattern: re.Pattern[str]) -> None:
         self.jobdir = jobdir
         self.pattern = pattern
         self.offset = logstore.total_bytes(jobdir)
         self.carry = b""
 
-    def check(self) -> dict | None:
+    def check(self) -> dict[str, Any] | None:
         for _ in range(MAX_CHUNKS):
             data = logstore.read_bytes(self.jobdir, self.offset, self.offset + CHUNK)
             if not data:

@@ -39,7 +39,7 @@ _JOBS_MASK = IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SEL
 class HomeWatch:
     """Wake-ups for changes under one state home (see the module docstring)."""
 
-    def __init__(self, home: str | os.PathLike, poll_interval: float = 0.5, use_inotify: bool = True) -> None:
+    def __init__(self, home: str | os.PathLike[str], poll_interval: float = 0.5, use_inotify: bool = True) -> None:
         self.home = Path(home)
         self.poll_interval = poll_interval
         self.fd = _inotify(self.home) if use_inotify else None

@@ -36,7 +36,7 @@ REPLY_KEYS = {
 ERROR_KEYS = ("error", "exited", "busy")  # "exited": the job has ended; "busy": too many clients
 
 
-def newer_than_us(reply: dict) -> str | None:
+def newer_than_us(reply: dict[str, object]) -> str | None:
     """A clear message when the reply comes from a supervisor speaking a newer protocol."""
     version = reply.get("v", VERSION)
     if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
