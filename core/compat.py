@@ -42,15 +42,20 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import logstore, text
 from .compat_checkpoint import Checkpoint
 from .compat_session import PERSISTED, ROUTE_KEYS, ProcessSession, format_process_notification
-from .envsafe import is_secret_name
 from .paths import IdError, resolve_id
 from .redact import redact_obj
+from .secretwords import is_secret_name
+
+if TYPE_CHECKING:
+    from .registry import Interrupt, ProcessRegistry
+
+T = TypeVar("T")
 
 __all__ = ["HermesProcessRegistry", "ProcessSession", "format_process_notification"]
 
@@ -101,7 +106,7 @@ class HermesProcessRegistry:
     """Hermes' ``ProcessRegistry`` names over a durable :class:`~hermes_procs.core.ProcessRegistry`."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *, consumer: str | None = None,
-                 redact: bool = True, poll_interval: float = 0.2, registry=None) -> None:
+                 redact: bool = True, poll_interval: float = 0.2, registry: ProcessRegistry | None = None) -> None:
         if registry is None:
             from .registry import ProcessRegistry
 
@@ -118,30 +123,30 @@ class HermesProcessRegistry:
         self._own: set[str] = set()
         self._completion_consumed: set[str] = set()
         self._poll_observed: set[str] = set()
-        self._tails: dict[str, tuple] = {}
+        self._tails: dict[str, tuple[tuple[int, int, int, int, bool], str]] = {}
         self._errors_logged: set[str] = set()
         self.pending_watchers: list[dict[str, Any]] = []
         self.on_output = None  # upstream's desktop sinks; live output is `hermes-procs attach` here
         self.on_close = None
         self._checkpoint = Checkpoint(registry.home, instance)
         self._lock = threading.RLock()
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.pump()  # places a new consumer's cursor at the end of the log: nothing old is replayed
-        ref = weakref.ref(self)
-        atexit.register(lambda: (lambda obj: obj is not None and obj.close())(ref()))
+        atexit.register(_close_at_exit, weakref.ref(self))
         if not self._own_only:
             self._start_feeder()
 
     # ---- plumbing ------------------------------------------------------------------------
     @property
-    def registry(self):
+    def registry(self) -> ProcessRegistry:
         """The underlying ProcessRegistry (raw, unmasked results, every job of the home)."""
         return self._registry
 
-    def _view(self, obj: Any) -> Any:
-        return redact_obj(obj) if self._redact else obj
+    def _view(self, obj: T) -> T:
+        """`obj` with every string in it masked (when redacting): the same shape."""
+        return cast("T", redact_obj(obj)) if self._redact else obj
 
     def _log_once(self, what: str, exc: BaseException | str) -> None:
         key = f"{what}: {exc}"
@@ -158,7 +163,7 @@ class HermesProcessRegistry:
             return None
 
     @property
-    def completion_queue(self) -> queue.Queue:
+    def completion_queue(self) -> queue.Queue[dict[str, Any]]:
         """Events (dicts) of finished/matching jobs, oldest first: completion, watch_match, watch_disabled."""
         self._start_feeder()
         return self._queue
@@ -192,7 +197,7 @@ class HermesProcessRegistry:
     def __enter__(self) -> HermesProcessRegistry:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---- events --------------------------------------------------------------------------
@@ -220,7 +225,7 @@ class HermesProcessRegistry:
 
     def _translate(self, event: dict[str, Any]) -> list[dict[str, Any]]:
         """The adapter's events for one event of the log (none, or one)."""
-        sid, kind = event.get("session_id"), event.get("type")
+        sid, kind = str(event.get("session_id") or ""), event.get("type")
         session = self._sessions.get(sid) if sid in self._own else None
         if session is None:  # not ours: only a named consumer passes these on, as they are
             return [event] if not self._own_only and kind in ("completion", "watch_match") else []
@@ -522,7 +527,8 @@ class HermesProcessRegistry:
         return self._view(entries)
 
     @staticmethod
-    def _list_entry(row: dict[str, Any], s: ProcessSession, task_id, session_key) -> dict[str, Any]:
+    def _list_entry(row: dict[str, Any], s: ProcessSession, task_id: str | None,
+                    session_key: str | None) -> dict[str, Any]:
         entry = {**row, "owner_task_id": s.owner_task_id,
                  "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(s.started_at)),
                  "uptime_seconds": int(row.get("uptime_seconds") or 0)}
@@ -619,7 +625,7 @@ class HermesProcessRegistry:
             return _not_found(session_id)
         session = self.get(sid)
         running = session is not None and not session.exited
-        if running:
+        if running and session is not None:
             session.termination_source = source  # read when the completion is delivered
         result = self._registry.kill(sid, grace=grace)
         status = result.get("status")
@@ -637,7 +643,8 @@ class HermesProcessRegistry:
         return self._view(result)
 
     def kill_all(self, task_id: str | None = None, grace: float | None = None, *,
-                 exclude_ids: frozenset = frozenset(), source: str = "kill_all", consume_output: bool = False) -> int:
+                 exclude_ids: frozenset[str] = frozenset(), source: str = "kill_all",
+                 consume_output: bool = False) -> int:
         """Kill this adapter's running jobs (of ``task_id``); returns how many were stopped.
 
         Jobs started with ``persist_on_release=True`` survive the agent-lifecycle sweeps
@@ -649,7 +656,7 @@ class HermesProcessRegistry:
                    for s in targets]
         return sum(r.get("status") in ("killed", "already_exited") for r in results)
 
-    def kill_started_since(self, task_id: str, baseline_ids, *, source: str) -> int:
+    def kill_started_since(self, task_id: str, baseline_ids: Iterable[str] | None, *, source: str) -> int:
         """Kill ``task_id``'s jobs that are not in ``baseline_ids`` (started since the snapshot)."""
         return self.kill_all(task_id, exclude_ids=frozenset(baseline_ids or ()), source=source, consume_output=True)
 
@@ -667,6 +674,12 @@ class HermesProcessRegistry:
         return self._view(op(sid)) if sid is not None else _not_found(session_id)
 
 
+def _close_at_exit(ref: weakref.ref[HermesProcessRegistry]) -> None:
+    adapter = ref()
+    if adapter is not None:
+        adapter.close()
+
+
 def _owns(event: dict[str, Any], session_key: str, owns_event: Callable[[dict[str, Any]], Any] | None) -> bool:
     """Whether a drain for ``session_key`` may take ``event`` (see drain_notifications)."""
     delegation = event.get("type") == "async_delegation"
@@ -681,10 +694,11 @@ def _owns(event: dict[str, Any], session_key: str, owns_event: Callable[[dict[st
     return not (delegation and event.get("restored"))
 
 
-def _interrupt_flag(interrupt: Any):
+def _interrupt_flag(interrupt: Any) -> Interrupt | None:
     """What ProcessRegistry.wait polls: the caller's event/callable, else Hermes' interrupt flag."""
     if interrupt is not None and hasattr(interrupt, "is_set"):
-        return interrupt
+        flag: Interrupt = interrupt
+        return flag
     check = interrupt if callable(interrupt) else _hermes_is_interrupted()
     return _Flag(check) if check is not None else None
 

@@ -46,7 +46,12 @@ from .watch import HomeWatch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import ParamSpec, TypeVar
+    from typing import ParamSpec, Protocol, TypeVar  # novermin (3.10: read by the type checker only)
+
+    class Interrupt(Protocol):
+        """What a wait's `interrupt` is: a threading.Event, or anything with is_set()."""
+
+        def is_set(self) -> bool: ...
 
     P = ParamSpec("P")
     R = TypeVar("R")
@@ -501,7 +506,7 @@ class ProcessRegistry:
 
     # ---- waiting -----------------------------------------------------------------------
     @_safe
-    def wait(self, session_id: str, timeout: float | None = None, interrupt: threading.Event | None = None,
+    def wait(self, session_id: str, timeout: float | None = None, interrupt: Interrupt | None = None,
              until: str = "exit") -> dict[str, Any]:
         """Block until the job ends, `timeout` seconds pass (clamped to HERMES_PROCS_MAX_WAIT),
         `interrupt` is set, or `until` holds (core/wait_until.py: input, quiet:S, output:REGEX, port:N).
@@ -542,7 +547,7 @@ class ProcessRegistry:
 
     @_safe
     def wait_any(self, session_ids: builtins.list[str] | tuple[str, ...], timeout: float | None = None,
-                 interrupt: threading.Event | None = None) -> dict[str, Any]:
+                 interrupt: Interrupt | None = None) -> dict[str, Any]:
         """Block until the first of `session_ids` (a list of ids or unique prefixes) has ended,
         `timeout` seconds pass (clamped as for wait) or `interrupt` is set. Woken by inotify on the
         home (every exit appends to events.jsonl: core/watch.py), with a 1 s look in any case (a
@@ -575,7 +580,7 @@ class ProcessRegistry:
                     return result
                 watch.wait(min(left, 0.2 if interrupt is not None else 1.0))
 
-    def _wait_socket(self, job: Job, timeout: float, interrupt: threading.Event | None,
+    def _wait_socket(self, job: Job, timeout: float, interrupt: Interrupt | None,
                      check: Callable[[], dict[str, Any] | None] | None = None,
                      ) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
         """(outcome, the supervisor's exit record or None, the fields of the condition met): outcome is
@@ -1045,7 +1050,7 @@ def _short_command(command: str) -> str:
     return repr(command) if len(command) <= 200 else repr(command[:200]) + f"... ({len(command)} characters)"
 
 
-def _wait_process(root: tuple[int, int] | None, timeout: float, interrupt: threading.Event | None) -> str:
+def _wait_process(root: tuple[int, int] | None, timeout: float, interrupt: Interrupt | None) -> str:
     """Wait for an unsupervised job's process to end: "exited", "timeout" or "interrupted"."""
     deadline = time.monotonic() + timeout
     try:

@@ -86,11 +86,11 @@ def safe_tail(data: bytes, rows: int, cols: int) -> tuple[int, bytes]:
 _ALT_MODES = (47, 1047, 1049)
 
 
-def scan_modes(skipped: bytes, into: dict[str, Any] | None = None) -> dict[str, Any]:
+def scan_modes(skipped: bytes, into: dict[int | str, Any] | None = None) -> dict[int | str, Any]:
     """The DEC private modes (and keypad mode, key ``"keypad"``) that ``skipped`` left set,
     in order of their last change: ``{1049: True, 1: False, "keypad": b"=", ...}``. Pass
     ``into`` to accumulate over several skipped pieces."""
-    last: dict[str, Any] = {} if into is None else into
+    last: dict[int | str, Any] = {} if into is None else into
     for m in _PRIVATE_MODE_RE.finditer(skipped):
         on = m.group(2) == b"h"
         for p in m.group(1).split(b";"):
@@ -104,16 +104,16 @@ def scan_modes(skipped: bytes, into: dict[str, Any] | None = None) -> dict[str, 
     return last
 
 
-def _replay_bytes(modes: dict[str, Any], in_alt: bool | None) -> bytes:
+def _replay_bytes(modes: dict[int | str, Any], in_alt: bool | None) -> bytes:
     """Bytes that put an engine in ``modes``. Alternate-screen switches are only emitted
     when they change the engine's state (``in_alt``): entering it again would clear it."""
-    out = []
+    out: list[bytes] = []
     alt_wanted = None
     for n, on in modes.items():
         if n in _ALT_MODES:
             alt_wanted = (n, on)
             continue
-        if n == "keypad":
+        if isinstance(n, str):  # "keypad": its escape
             out.append(b"\x1b" + on)
         else:
             out.append(b"\x1b[?%d%s" % (n, b"h" if on else b"l"))
@@ -132,7 +132,7 @@ def prepare(data: bytes, rows: int, cols: int, in_alt: bool) -> tuple[int, bytes
     return cut, tail
 
 
-def replay_modes(modes: dict[str, Any], in_alt: bool) -> bytes:
+def replay_modes(modes: dict[int | str, Any], in_alt: bool) -> bytes:
     """Bytes that reset attributes and apply `modes` (from :func:`scan_modes`)."""
     return _RESET_ATTRS + _replay_bytes(modes, in_alt)
 
@@ -146,21 +146,21 @@ class ReplySink:
         self.pending = bytearray()
         self.enabled = True
 
-    def write(self, data):
+    def write(self, data: str | bytes) -> int:
         if self.enabled:
             self.pending += data.encode("utf-8", "replace") if isinstance(data, str) else data
         return len(data)
 
-    def write_bytes(self, data):
+    def write_bytes(self, data: bytes) -> int:
         return self.write(data)
 
-    def flush(self):
+    def flush(self) -> None:
         pass
 
-    def resize(self, rows, cols):  # whoever shows the screen resizes the job itself
+    def resize(self, rows: int, cols: int) -> None:  # whoever shows the screen resizes the job itself
         pass
 
-    def configure_line(self, line):
+    def configure_line(self, line: object) -> None:
         pass
 
 
