@@ -41,7 +41,7 @@ def valid_consumer(name: object) -> bool:
 
 def check_consumer(name: object) -> str:
     """`name` if it is a valid consumer name (also a safe file name), else ValueError."""
-    if not valid_consumer(name):
+    if not isinstance(name, str) or not valid_consumer(name):
         raise ValueError(CONSUMER_RULE)
     return name
 
@@ -75,7 +75,8 @@ def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES
         os.close(fd)
 
 
-def _start(raw: bytes, ident: tuple, size: int, only_new: bool, consumer: str, log: _Log) -> tuple[int, list]:
+def _start(raw: bytes, ident: tuple[int, str], size: int, only_new: bool, consumer: str,
+           log: _Log) -> tuple[int, list[dict[str, Any]]]:
     """Where `consumer` resumes in the log with identity `ident`, and any notice about it."""
     text = raw.strip()
     if not text:
@@ -106,7 +107,7 @@ def parse_cursor(text: bytes) -> tuple[int | None, str | None, int] | None:
     return None
 
 
-def _store(fd: int, ident: tuple, offset: int) -> None:
+def _store(fd: int, ident: tuple[int, str], offset: int) -> None:
     ino, gen = ident
     os.pwrite(fd, f"2 {ino} {gen} {offset}".encode().ljust(_CURSOR_WIDTH - 1) + b"\n", 0)
 
@@ -120,7 +121,7 @@ class _Log:
     def __enter__(self) -> _Log:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)
 
@@ -168,7 +169,7 @@ def forget(home: Path, consumer: str) -> None:
     (home / "cursors" / consumer).unlink(missing_ok=True)  # unlink removes a link, never its target
 
 
-def _cursor_files(home: Path) -> list[os.DirEntry]:
+def _cursor_files(home: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(home / "cursors") as entries:
             return [e for e in entries if valid_consumer(e.name)]

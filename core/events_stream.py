@@ -29,14 +29,19 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .redact import redact_obj
+
+if TYPE_CHECKING:
+    from .registry import ProcessRegistry
+    from .watch import HomeWatch
 
 __all__ = ["iter_events"]
 
 
-def iter_events(registry, consumer: str = "default", follow: bool = False, types: Iterable[str] | None = None,
+def iter_events(registry: ProcessRegistry, consumer: str = "default", follow: bool = False,
+                types: Iterable[str] | None = None,
                 *, interval: float = 0.2, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
     """Yield undelivered events for ``consumer`` (redacted); with ``follow``, keep waiting for more."""
     wanted = set(types) if types else None
@@ -49,7 +54,8 @@ def iter_events(registry, consumer: str = "default", follow: bool = False, types
             watch.close()
 
 
-def _follow(registry, consumer, follow, wanted, interval, stop, log_path, watch) -> Iterator[dict[str, Any]]:
+def _follow(registry: ProcessRegistry, consumer: str, follow: bool, wanted: set[str] | None, interval: float,
+            stop: threading.Event | None, log_path: str | None, watch: HomeWatch | None) -> Iterator[dict[str, Any]]:
     last_stamp = None
     while True:
         if stop is not None and stop.is_set():
@@ -78,7 +84,7 @@ def _follow(registry, consumer, follow, wanted, interval, stop, log_path, watch)
             return
 
 
-def _watch(registry):
+def _watch(registry: ProcessRegistry) -> HomeWatch | None:
     """A HomeWatch (inotify) on the registry's home, or None (then the stat is polled)."""
     home = getattr(registry, "home", None)
     if home is None:
@@ -92,12 +98,12 @@ def _watch(registry):
     return watch
 
 
-def _events_path(registry) -> str | None:
+def _events_path(registry: ProcessRegistry) -> str | None:
     home = getattr(registry, "home", None)
     return os.path.join(os.fspath(home), "events.jsonl") if home is not None else None
 
 
-def _stamp(path: str | None):
+def _stamp(path: str | None) -> tuple[object, ...] | None:
     """(inode, size, mtime) of the event log; None when unknown (then every tick drains)."""
     if path is None:
         return None

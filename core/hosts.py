@@ -15,6 +15,7 @@ works for them unchanged.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -111,9 +112,9 @@ class HostSet:
                 continue
             self.remotes[reg.host.label] = reg
         self._where: dict[str, str] = {}  # session id -> host label ("" = local)
-        self._last: dict[tuple, list[dict[str, Any]]] = {}  # (label, list args) -> the last rows
-        self._fresh: dict[tuple, Any] = {}  # results of the background lists not yet taken
-        self._fetching: dict[tuple, threading.Thread] = {}
+        self._last: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}  # (label, list args) -> the last rows
+        self._fresh: dict[tuple[str, tuple[Any, ...]], Any] = {}  # results of the background lists not yet taken
+        self._fetching: dict[tuple[str, tuple[Any, ...]], threading.Thread] = {}
         self.names = _short_names(self.remotes)
         self._mirrors: dict[str, _Mirror] = {}
         self._lock = threading.Lock()
@@ -169,7 +170,7 @@ class HostSet:
         rows.sort(key=lambda r: r.get("started_at") or "", reverse=True)
         return rows
 
-    def _fetch(self, label: str, reg: Any, key: tuple) -> threading.Thread:
+    def _fetch(self, label: str, reg: Any, key: tuple[Any, ...]) -> threading.Thread:
         """The thread asking `reg` for its list (a new one unless the last is still waiting)."""
         with self._lock:
             thread = self._fetching.get((label, key))
@@ -237,7 +238,7 @@ class HostSet:
             return reg.job_dir(session_id)
         return self._mirror(reg, session_id).dir
 
-    def log_files(self, session_id: Any) -> list[Path]:
+    def log_files(self, session_id: Any) -> builtins.list[Path]:
         reg = self.registry_for(session_id)
         if reg is self.local:
             return reg.log_files(session_id)

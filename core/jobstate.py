@@ -75,7 +75,7 @@ class Job:
     def root(self) -> tuple[int, int] | None:
         """The job's direct child as (pid, start ticks), as recorded."""
         try:
-            return int(self.proc["pid"]), int(self.proc["pid_start"])
+            return int((self.proc or {})["pid"]), int((self.proc or {})["pid_start"])
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -83,7 +83,7 @@ class Job:
     def supervisor(self) -> tuple[int, int] | None:
         """The supervisor as (pid, start ticks), as recorded."""
         try:
-            return int(self.proc["supervisor_pid"]), int(self.proc["supervisor_start"])
+            return int((self.proc or {})["supervisor_pid"]), int((self.proc or {})["supervisor_start"])
         except (KeyError, TypeError, ValueError):
             return None
 

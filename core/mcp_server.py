@@ -20,13 +20,16 @@ happens here, not in ``hermes_procs.core``, so the core works without the ``mcp`
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
 from .tool import run_action
+
+if TYPE_CHECKING:
+    from .registry import ProcessRegistry
 
 __all__ = ["TOOL_NAMES", "build_server", "serve"]
 
@@ -97,7 +100,7 @@ _READ_ONLY = ("process_list", "process_poll", "process_log", "process_wait", "pr
               "process_tree")
 
 
-def build_server(home: str | None = None, registry=None) -> MCPServer:
+def build_server(home: str | None = None, registry: ProcessRegistry | None = None) -> MCPServer:
     """An MCPServer with the process tools over ``registry`` (default: one over ``home``)."""
     if registry is None:
         from .registry import ProcessRegistry

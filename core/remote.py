@@ -32,7 +32,7 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import template
@@ -284,8 +284,8 @@ class Connection:
         threading.Thread(target=self._read_stderr, args=(proc,), daemon=True).start()
         first = self._read_line(proc)
         if first.get("need_code") == digest:
-            proc.stdin.write(b"%d\n" % len(code) + code)
-            proc.stdin.flush()
+            _pipe(proc.stdin).write(b"%d\n" % len(code) + code)
+            _pipe(proc.stdin).flush()
             first = self._read_line(proc)
         if first.get("hello") != "hermes-procs":
             raise HostUnreachable(self._why(proc, "the remote end did not answer as hermes-procs"))
@@ -299,7 +299,7 @@ class Connection:
 
     def _read_line(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
         deadline = time.monotonic() + CONNECT_TIMEOUT
-        fd = proc.stdout.fileno()
+        fd = _pipe(proc.stdout).fileno()
         line = b""
         while not line.endswith(b"\n"):
             left = deadline - time.monotonic()
@@ -326,11 +326,11 @@ class Connection:
         return lines[-1].strip() if lines else default
 
     def _read_stderr(self, proc: subprocess.Popen[bytes]) -> None:
-        for raw in proc.stderr:
+        for raw in _pipe(proc.stderr):
             self._stderr = [*self._stderr, raw.decode("utf-8", "replace")][-20:]
 
     def _read_loop(self, proc: subprocess.Popen[bytes]) -> None:
-        for line in proc.stdout:
+        for line in _pipe(proc.stdout):
             try:
                 msg = json.loads(line, object_hook=decode_hook)
             except ValueError:
@@ -345,6 +345,8 @@ class Connection:
 
     def _deliver(self, msg: dict[str, Any]) -> None:
         mid = msg.get("id")
+        if not isinstance(mid, int):
+            return
         stream = self._streams.get(mid)
         if stream is not None and ("data" in msg or "end" in msg):
             stream._feed(msg)
@@ -368,7 +370,7 @@ class Connection:
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
-                proc.stdin.close()
+                _pipe(proc.stdin).close()
             except OSError:
                 pass
             proc.kill()
@@ -387,8 +389,8 @@ class Connection:
             raise HostUnreachable(self._unreachable())
         try:
             with self._wlock:
-                proc.stdin.write(dumps(message))
-                proc.stdin.flush()
+                _pipe(proc.stdin).write(dumps(message))
+                _pipe(proc.stdin).flush()
         except (OSError, ValueError):
             raise HostUnreachable(self._unreachable()) from None
 
@@ -417,7 +419,7 @@ class Connection:
             raise HostUnreachable(self._unreachable())
         return pending.reply
 
-    def call(self, method: str, args: tuple = (), kwargs: dict[str, Any] | None = None, *,
+    def call(self, method: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, *,
              timeout: float | None = None, cancel: threading.Event | None = None) -> Any:
         """The result of `registry.METHOD(*args, **kwargs)` on the host."""
         reply = self.request({"call": method, "args": list(args), "kwargs": kwargs or {}}, timeout, cancel)
@@ -510,6 +512,13 @@ _CONNECTIONS: dict[str, Connection] = {}
 _CONN_LOCK = threading.Lock()
 
 
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """A pipe of the ssh process (started with PIPE for all three: never None)."""
+    if stream is None:
+        raise HostUnreachable("the connection's process has no pipe")
+    return stream
+
+
 def connection(host: Host) -> Connection:
     """The process's one connection to `host` (shared by every RemoteRegistry of it)."""
     key = host.url + "\0" + os.environ.get("HERMES_PROCS_SSH_ARGS", "")
@@ -553,7 +562,8 @@ class RemoteRegistry:
             pass
         return self.status()
 
-    def _call(self, method: str, args: tuple, kwargs: dict[str, Any], cancel: threading.Event | None = None) -> Any:
+    def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+              cancel: threading.Event | None = None) -> Any:
         try:
             result = self.conn.call(method, args, kwargs, cancel=cancel)
         except HostUnreachable as exc:
@@ -574,12 +584,13 @@ class RemoteRegistry:
     def wait(self, session_id: Any, timeout: Any = None, interrupt: threading.Event | None = None,
              **kwargs: Any) -> dict[str, Any]:
         """As `ProcessRegistry.wait`; setting `interrupt` stops the remote wait too."""
-        return self._call("wait", (session_id,), {"timeout": timeout, **kwargs}, cancel=interrupt)
+        result: dict[str, Any] = self._call("wait", (session_id,), {"timeout": timeout, **kwargs}, cancel=interrupt)
+        return result
 
     def spawn(self, command: Any, **kwargs: Any) -> dict[str, Any]:
         """As `ProcessRegistry.spawn`, on the host; the host is remembered on this machine so its
         dashboard shows the job next to local ones (core/hosts.py)."""
-        result = self._call("spawn", (command,), kwargs)
+        result: dict[str, Any] = self._call("spawn", (command,), kwargs)
         if result.get("status") == "running":
             try:
                 from .hosts import remember

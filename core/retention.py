@@ -21,7 +21,7 @@ DEFAULT_KEEP_DAYS = 7.0
 DEFAULT_KEEP_COUNT = 200
 
 
-def _setting(value, env: str, default: float) -> float:
+def _setting(value: object, env: str, default: float) -> float:
     if value is None:
         try:
             value = float(os.environ.get(env, default))
@@ -37,7 +37,7 @@ def keep_count() -> int:
     return int(_setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
 
 
-def prune(jobs_dir: Path, keep_days=None, keep_count=None) -> dict[str, Any]:
+def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
     """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
     days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
     count = int(_setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))

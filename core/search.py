@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def compile_pattern(pattern: object) -> re.Pattern[str]:
         raise ValueError(f"pattern {pattern!r} is not a valid regular expression ({exc})") from None
 
 
-def search_log(jobdir: Path, pattern: re.Pattern[str], context: int, limit: int, matches: list) -> int:
+def search_log(jobdir: Path, pattern: re.Pattern[str], context: int, limit: int, matches: list[dict[str, Any]]) -> int:
     """Append up to `limit` matches ({"line_no", "line", "before", "after"}) to `matches`;
     return how many lines match in all."""
     anywhere = re.compile(pattern.pattern, pattern.flags | re.MULTILINE)  # ^ and $ at each line of a chunk
@@ -66,7 +67,7 @@ def _text(raw: bytes) -> str:
     return to_text(raw[:logstore.LINE_CAP])[:LINE_CHARS]
 
 
-def _chunks(jobdir: Path):
+def _chunks(jobdir: Path) -> Iterator[bytes]:
     """The retained log in pieces that end at a newline (the last piece may not)."""
     offset = logstore.dropped_bytes(jobdir)
     end = logstore.total_bytes(jobdir)

@@ -112,8 +112,8 @@ class Server:
         args = msg.get("args") or []
         kwargs = msg.get("kwargs") or {}
         method = getattr(self.registry, name, None) if isinstance(name, str) else None
-        if (method is None or not callable(method) or name.startswith("_") or name in NOT_CALLABLE
-                or not isinstance(args, list) or not isinstance(kwargs, dict)):
+        if (not isinstance(name, str) or method is None or not callable(method) or name.startswith("_")
+                or name in NOT_CALLABLE or not isinstance(args, list) or not isinstance(kwargs, dict)):
             self.send({"id": mid, "error": f"no such call: {name!r}", "kind": "protocol"})
             return
         if name == "wait":

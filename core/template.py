@@ -37,8 +37,17 @@ import struct
 import sys
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # only for an annotation: subprocess is imported where a template starts
+if TYPE_CHECKING:  # only for annotations: subprocess is imported where a template starts
     import subprocess
+    from types import ModuleType
+    from typing import BinaryIO, Protocol
+
+    class SupervisorModule(Protocol):
+        """core/supervisor.py, as the template loads it (by plain name)."""
+
+        LAUNCH: str
+
+        def main(self, args: list[str]) -> int: ...
 
 SOCK = "template.sock"
 LOCK = "template.lock"
@@ -69,7 +78,7 @@ def pty_path() -> str:
 
 
 # ---- client (the registry) -----------------------------------------------------------------
-def spawn(home, args: list[str], env: dict[str, str], umask: int) -> bytes | None:
+def spawn(home: str | os.PathLike[str], args: list[str], env: dict[str, str], umask: int) -> bytes | None:
     """Have the home's template start a supervisor with `args`; its report line, or None when
     no template could take the request (then nothing was started)."""
     sock = _connect(home)
@@ -93,7 +102,7 @@ def spawn(home, args: list[str], env: dict[str, str], umask: int) -> bytes | Non
             return _outcome(sock, pipe)
 
 
-def _outcome(sock: socket.socket, pipe) -> bytes | None:
+def _outcome(sock: socket.socket, pipe: BinaryIO) -> bytes | None:
     """The supervisor's report line; b"" if it was forked but did not report (an error, as
     for a cold start); None if no supervisor was forked (then it is safe to start one cold).
 
@@ -113,7 +122,7 @@ def _outcome(sock: socket.socket, pipe) -> bytes | None:
     return pipe.readline() if _acknowledged(sock) else None
 
 
-def _connect(home) -> socket.socket | None:
+def _connect(home: str | os.PathLike[str]) -> socket.socket | None:
     """A connection to a template of this user, or None (no socket, stale, foreign, too open)."""
     path = os.path.join(os.fspath(home), SOCK)
     try:
@@ -156,7 +165,8 @@ def _acknowledged(sock: socket.socket) -> bool:
     return got.startswith(b"forked ")
 
 
-def start(home, idle: float, log_path) -> subprocess.Popen[bytes] | None:
+def start(home: str | os.PathLike[str], idle: float, log_path: str | os.PathLike[str],
+          ) -> subprocess.Popen[bytes] | None:
     """Start the home's template unless one runs or is starting (its lock is held); the caller
     reaps the returned process. The lock is taken here and handed to the template, so several
     registries racing to start one start exactly one."""

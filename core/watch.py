@@ -82,12 +82,12 @@ class HomeWatch:
     def __enter__(self) -> HomeWatch:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ---- the fallback ------------------------------------------------------------------
-    def _poll_stamp(self) -> tuple:
-        stamp = []
+    def _poll_stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
+        stamp: list[tuple[int, int, int] | None] = []
         for path in (self.home / "jobs", self.home / "events.jsonl"):
             try:
                 st = os.stat(path)
@@ -118,7 +118,7 @@ def _inotify(home: Path) -> int | None:
         init, add = libc.inotify_init1, libc.inotify_add_watch
     except (OSError, AttributeError):
         return None
-    fd = init(IN_NONBLOCK | IN_CLOEXEC)
+    fd: int = init(IN_NONBLOCK | IN_CLOEXEC)
     if fd < 0:
         return None
     for path, mask in ((home, _HOME_MASK), (home / "jobs", _JOBS_MASK)):
