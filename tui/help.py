@@ -10,6 +10,7 @@ README table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -18,7 +19,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Label, Static
+
+if TYPE_CHECKING:
+    from .app import HermesApp
 
 __all__ = ["HelpEntry", "HelpScreen", "help_entries", "key_label", "markdown_table", "palette_entries"]
 
@@ -85,14 +90,15 @@ def help_entries(keymap: dict[str, str] | None = None) -> list[HelpEntry]:
     return entries
 
 
-def palette_entries(app) -> list[tuple[str, str, str, object]]:
+def palette_entries(app: HermesApp) -> list[tuple[str, str, str, Widget]]:
     """(title, help, action, target) for every action of the main screen and the log pane,
     for the command palette; the target is the widget the action runs on."""
     from .log_pane import LogPane
     from .main_screen import MainScreen
 
-    out = []
-    for target, cls in ((app.main, MainScreen), (app.main.log_pane, LogPane)):
+    out: list[tuple[str, str, str, Widget]] = []
+    targets: tuple[tuple[Widget, type[Widget]], ...] = ((app.main, MainScreen), (app.main.log_pane, LogPane))
+    for target, cls in targets:
         for binding in cls.__dict__.get("BINDINGS", []):
             if binding.tooltip and binding.action not in ("escape", "cancel_selection"):
                 out.append((f"{binding.description} ({key_label(binding.key.split(',')[0])})",
@@ -141,7 +147,8 @@ class HelpScreen(ModalScreen[None]):
         return tables
 
     def compose(self) -> ComposeResult:
-        tables = self._sections(help_entries(getattr(self.app, "config", None) and self.app.config.keys))
+        config = getattr(self.app, "config", None)  # any app may show the help (tests, screenshots)
+        tables = self._sections(help_entries(config.keys if config else None))
         wide = self.app.size.width >= 150
         with Vertical(classes="wide" if wide else ""):
             yield Label("hermes-procs dashboard — keys  (Esc closes)", classes="title")

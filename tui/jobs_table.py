@@ -50,10 +50,11 @@ def fmt_duration(seconds: float | None) -> str:
 def fmt_bytes(n: int | None) -> str:
     if n is None:
         return ""
+    size = float(n)
     for unit in ("B", "K", "M", "G"):
-        if n < 1024 or unit == "G":
-            return f"{n:.0f}{unit}" if unit in ("B", "K") or n >= 100 else f"{n:.1f}{unit}"
-        n /= 1024
+        if size < 1024 or unit == "G":
+            return f"{size:.0f}{unit}" if unit in ("B", "K") or size >= 100 else f"{size:.1f}{unit}"
+        size /= 1024
     return f"{n:.0f}T"
 
 
@@ -178,7 +179,8 @@ class JobsTable(DataTable):
 
     # --- data in ------------------------------------------------------------------------
 
-    def visible(self, row: JobRow) -> bool:
+    def shows(self, row: JobRow) -> bool:
+        """Whether `row` passes the filters (not `visible`: that is Textual's own property)."""
         return self._filter()(row)
 
     def _filter(self) -> Callable[[JobRow], bool]:
@@ -350,12 +352,14 @@ class JobsTable(DataTable):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         try:
             column_key = self._column_locations.get_key(column_index)
+            row_key = self._header_row_key if row_index < 0 else self._row_locations.get_key(row_index)
+            if column_key is None or row_key is None:
+                raise KeyError(column_index if column_key is None else row_index)
+            value: object
             if row_index < 0:
-                row_key = self._header_row_key
                 value = self.columns[column_key].label
                 height = self.header_height
             else:
-                row_key = self._row_locations.get_key(row_index)
                 value = self._data[row_key].get(column_key)
                 height = self.rows[row_key].height
         except (KeyError, AttributeError):

@@ -43,7 +43,7 @@ class FilterProgress:
 
 
 def filter_log(jobdir: Path, pattern: re.Pattern[str], context: int,
-               report: Callable[[FilterProgress], None], cancelled: Callable[[], bool]) -> None:
+               report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
     """Scan the log of ``jobdir`` as it is now; call ``report`` after every chunk."""
     index = logstore.LineIndex(jobdir)
     start, end = index.dropped_bytes, index.end_offset

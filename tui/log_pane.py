@@ -608,7 +608,7 @@ class LogPane(ScrollView, can_focus=True):
         self._strips: OrderedDict[tuple[bytes, bool], Strip] = OrderedDict()
         self._max_width = 0
         self._programmatic = 0
-        self.query = ""
+        self.search_text = ""
         self.match_line: int | None = None
         self.updates = 0  # repaint-causing messages handled (for tests and benches)
         self.resizes = 0  # virtual size changes: each one is a layout pass of the screen
@@ -1028,7 +1028,7 @@ class LogPane(ScrollView, can_focus=True):
     # --- search ---------------------------------------------------------------------
 
     def search(self, query: str, forward: bool = True) -> None:
-        self.query = query
+        self.search_text = query
         if not query or self.reader is None:
             return
         if self.match_line is not None:
@@ -1095,7 +1095,7 @@ class LogPane(ScrollView, can_focus=True):
         if not (0 <= i < len(self._raw)):
             return None
         raw = self._raw[i]
-        hit = line_no == self.match_line and bool(self.query)
+        hit = line_no == self.match_line and bool(self.search_text)
         key = (raw, hit)
         strip = self._strips.get(key)
         if strip is not None:
@@ -1104,7 +1104,7 @@ class LogPane(ScrollView, can_focus=True):
         text = self._highlighted(render_raw_line(raw))
         if hit:
             low = text.plain.lower()
-            q = self.query.lower()
+            q = self.search_text.lower()
             pos = low.find(q)
             while pos != -1:
                 text.stylize("black on yellow", pos, pos + len(q))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -52,6 +53,10 @@ from .readonly import refused
 from .sampler import JobRow, Sampler, SnapshotData
 from .sparklines import TrendBar
 from .terminal import TerminalPane
+
+if TYPE_CHECKING:
+    from .app import HermesApp
+    from .config import Config
 
 __all__ = ["MainScreen"]
 
@@ -156,9 +161,14 @@ class MainScreen(Screen):
     def input_bar(self) -> InputBar:
         return self.query_one(InputBar)
 
+    @property
+    def config(self) -> Config:
+        """The dashboard's configuration (tui/config.py): keys, highlights, notify, theme."""
+        return cast("HermesApp", self.app).config
+
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
-        self.log_pane.highlights = self.app.config.highlights
+        self.log_pane.highlights = self.config.highlights
         self.table.focus()
         self.sampler = Sampler(self.registry, self, interval=self.sample_interval)
         self.sampler.start()
@@ -242,7 +252,7 @@ class MainScreen(Screen):
 
     def _alert(self, kind: str, body: str) -> None:
         """The bell / desktop notification the config's [notify] table asks for (tui/notify.py)."""
-        alert(self.app, self.app.config.notify, kind, "hermes-procs", body)
+        alert(self.app, self.config.notify, kind, "hermes-procs", body)
 
     def _track_waiting(self, row: JobRow, first: bool) -> None:
         """One alert per waiting-for-input episode: the first sample that shows the job waiting
@@ -718,10 +728,10 @@ class MainScreen(Screen):
         self.log_pane.focus()
 
     def action_find_next(self) -> None:
-        self.log_pane.search(self.query_one(FindBox).value or self.log_pane.query, True)
+        self.log_pane.search(self.query_one(FindBox).value or self.log_pane.search_text, True)
 
     def action_find_previous(self) -> None:
-        self.log_pane.search(self.query_one(FindBox).value or self.log_pane.query, False)
+        self.log_pane.search(self.query_one(FindBox).value or self.log_pane.search_text, False)
 
     def action_escape(self) -> None:
         box = self.query_one(JobSearch)

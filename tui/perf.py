@@ -175,7 +175,8 @@ def main() -> None:
             out.update(tmux_bars(home, reg))
         out.update(asyncio.run(_headless(home, reg)))
     finally:
-        for job in reg.list():
+        jobs = reg.list()
+        for job in jobs if isinstance(jobs, list) else []:
             if job.get("status") == "running":
                 reg.kill(job["session_id"], grace=0.1)
         shutil.rmtree(tmp, ignore_errors=True)

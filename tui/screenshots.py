@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from textual.widgets import Input
+
 from hermes_procs.core import ProcessRegistry
 
 from .app import HermesApp
@@ -43,7 +45,8 @@ async def _until(pilot, predicate, timeout: float = 15.0) -> None:
 
 
 def _id_by_name(reg: ProcessRegistry, name: str) -> str:
-    for job in reg.list():
+    jobs = reg.list()
+    for job in jobs if isinstance(jobs, list) else []:
         if job.get("name") == name:
             return job["session_id"]
     raise KeyError(name)
@@ -75,7 +78,7 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         # 1b. the filter: only the lines of the build that match, with a line of context
         await pilot.press("ampersand")
         await pilot.press(*r"warning|tui/\w+")
-        app.query_one("#filter-context").value = "1"
+        app.query_one("#filter-context", Input).value = "1"
         app.query_one("#filter-re").focus()
         await pilot.press("enter")
         pane = app.query_one(LogPane)
@@ -111,15 +114,16 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await select("python REPL")
         await pilot.press("t")
         await _until(pilot, lambda: app.main.terminal is not None and ">>>" in app.main.terminal.screen_text())
+        term = app.main.terminal
+        assert term is not None  # the wait above saw it
         for line in ("import sys, platform", "platform.python_version()",
                      "[n * n for n in range(12)]", "{'jobs': 5, 'waiting': True}"):
             await pilot.press(*line, "enter")
             await pilot.pause(0.25)
-        await _until(pilot, lambda: "121" in app.main.terminal.screen_text())
+        await _until(pilot, lambda: "121" in term.screen_text())
         await pilot.pause(0.3)
         save("terminal.svg")
         # 3b. scrolled back through the REPL's history (Shift-PgUp)
-        term = app.main.terminal
         await pilot.press(*"print('\\n'.join(f'{n:>2} squared is {n * n}' for n in range(1, 41)))", "enter")
         await _until(pilot, lambda: "40 squared is 1600" in term.screen_text())
         await pilot.pause(0.3)
@@ -223,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(3.5)  # let the build, the ping and the tests produce output
         shots = asyncio.run(_shoot(reg, out))
     finally:
-        for job in reg.list():
+        jobs = reg.list()
+        for job in jobs if isinstance(jobs, list) else []:
             if job.get("status") == "running":
                 reg.kill(job["session_id"], grace=0.2)
         shutil.rmtree(tmp, ignore_errors=True)

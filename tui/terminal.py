@@ -35,6 +35,7 @@ from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 
 from hermes_procs.core import logstore
@@ -182,7 +183,7 @@ class TerminalPane(Widget, can_focus=True):
         self._stop = threading.Event()
         self._attached = False
         self._last_paint = 0.0
-        self._flush_timer = None
+        self._flush_timer: Timer | None = None
         self._unsent = bytearray()  # keys typed before the stream is open
         self._job_size: tuple[int, int] | None = None
         self._last_cursor: tuple[int, int] = (0, 0)
@@ -491,6 +492,8 @@ class TerminalPane(Widget, can_focus=True):
                     return
                 want, nudge = self._want_size, self._want_nudge
                 self._want_nudge = False
+            if want is None:  # a nudge always comes with a size; nothing to apply yet
+                continue
             rows, cols = want
             try:
                 if nudge:
@@ -498,7 +501,8 @@ class TerminalPane(Widget, can_focus=True):
                     if self._stop.wait(NUDGE_DELAY):
                         return
                     with self._size_cv:  # a newer size may have come meanwhile
-                        rows, cols = want = self._want_size
+                        want = self._want_size or want
+                        rows, cols = want
                 self.registry.resize(self.session_id, rows, cols)
             except Exception:
                 pass
