@@ -105,10 +105,11 @@ def _hint(value: str) -> str:
 # Run on a lower-cased copy of the text (much faster than re.IGNORECASE); the spans are then
 # applied to the original. The name tail is bounded (40) so a long run of "tokentoken..." stays
 # linear, and an unterminated quoted value runs to the end of its line (it never fails after a
-# long scan).
+# long scan). No possessive `{0,40}+` (Python 3.11; remote hosts run 3.9): the tail's characters
+# are none of those that may follow it, so backtracking into it can never match anyway.
 _VALUE = r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))"
 _ASSIGN_RE = re.compile(
-    r"(?:" + WORDS_RE + r")[a-z0-9_.-]{0,40}+[\"']?[ \t]{0,20}[:=][ \t]{0,20}"
+    r"(?:" + WORDS_RE + r")[a-z0-9_.-]{0,40}[\"']?[ \t]{0,20}[:=][ \t]{0,20}"
     r"(?:(?:bearer|basic|token)[ \t]+)?" + _VALUE
 )
 # --name value (a space instead of "="): options named with a secret word, or --pass.
@@ -325,7 +326,7 @@ _CUT_LENGTHS = frozenset((200, 1000, 2000))  # the registry's and supervisor's t
 _CUT_KEYS = ("output_preview", "output")
 _HEAD_RUN_RE = re.compile(r"[A-Za-z0-9_+/=.-]{12,}")
 _HEAD_ASSIGN_RE = re.compile(
-    r"[A-Za-z0-9_.-]{0,40}+[\"']?[ \t]*[:=][ \t]*(?:(?:bearer|basic|token)[ \t]+)?"
+    r"[A-Za-z0-9_.-]{0,40}[\"']?[ \t]*[:=][ \t]*(?:(?:bearer|basic|token)[ \t]+)?"
     r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))",
     re.IGNORECASE,
 )
