@@ -20,10 +20,10 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python tools/lint.py
 
-# make test lints what is clean today: the layer contracts and ruff (mypy: `make lint`)
+# make test lints first: the layer contracts, ruff and mypy (strict for core/), as `make lint`
 test: $(STAMP)
 	sh tools/system-deps.sh
-	$(BIN)/python tools/lint.py import-linter ruff
+	$(BIN)/python tools/lint.py import-linter ruff mypy
 	$(BIN)/python -m pytest -n 2 -q
 
 bench: $(STAMP)

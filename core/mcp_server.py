@@ -119,10 +119,10 @@ class _Tools:
     method's parameters are the tool's input schema and its docstring the tool's description;
     every call goes through :func:`run_action` (the agent tool's checks and results)."""
 
-    def __init__(self, registry) -> None:
+    def __init__(self, registry: ProcessRegistry) -> None:
         self._registry = registry
 
-    def _call(self, args: dict, task_id: str | None = None) -> CallToolResult:
+    def _call(self, args: dict[str, Any], task_id: str | None = None) -> CallToolResult:
         args = {k: v for k, v in args.items() if v is not None}
         return _result(run_action(args, self._registry, task_id=task_id))
 

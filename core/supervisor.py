@@ -135,7 +135,7 @@ def _default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def main(args: list) -> int:
+def main(args: list[str]) -> int:
     jobdir, pty, rows, cols, cwd = args[0], args[1] == "1", int(args[2]), int(args[3]), args[4]
     end = args.index("--")
     argv = args[end + 1:]

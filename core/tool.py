@@ -23,10 +23,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .paths import HomeError
 from .redact import redact_obj
+
+if TYPE_CHECKING:
+    from .registry import ProcessRegistry
 
 __all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
@@ -208,11 +211,11 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
 # ---------------------------------------------------------------------------------------------
 # the default registry
 # ---------------------------------------------------------------------------------------------
-_default = None
+_default: ProcessRegistry | None = None
 _default_lock = threading.Lock()
 
 
-def default_registry():
+def default_registry() -> ProcessRegistry:
     """The module-level ``ProcessRegistry()`` used when ``registry=None`` (created lazily)."""
     global _default
     if _default is None:
@@ -224,10 +227,10 @@ def default_registry():
     return _default
 
 
-_hosts: dict[str, Any] = {}
+_hosts: dict[str, ProcessRegistry] = {}
 
 
-def _host_registry(host: str):
+def _host_registry(host: str) -> ProcessRegistry:
     """The registry of a remote host (core/remote.py), one per host for this process."""
     with _default_lock:
         if host not in _hosts:
@@ -288,7 +291,7 @@ _CHECKERS: dict[type, Callable[[Any], tuple[bool, Any]]] = {
     bool: _as_bool, int: _as_int, float: _as_float, str: _as_str, list: _as_list, dict: _as_dict_of_str}
 
 
-def _get(args: dict, name: str, kind: type, *, required: bool = False, default: Any = None) -> Any:
+def _get(args: dict[str, Any], name: str, kind: type, *, required: bool = False, default: Any = None) -> Any:
     """Argument `name` checked to be of `kind` (see _CHECKERS); `default` when absent or null."""
     value = args.get(name, _MISSING)
     if value is _MISSING or value is None:
@@ -321,7 +324,7 @@ def _session_id(args: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 # dispatch
 # ---------------------------------------------------------------------------------------------
-def run_action(args: Any, registry=None, task_id: str | None = None) -> dict[str, Any]:
+def run_action(args: Any, registry: ProcessRegistry | None = None, task_id: str | None = None) -> dict[str, Any]:
     """Perform one tool call and return its result dict (redacted). Never raises."""
     try:
         result = _dispatch(args, registry, task_id)
@@ -330,12 +333,13 @@ def run_action(args: Any, registry=None, task_id: str | None = None) -> dict[str
     except Exception as exc:  # noqa: BLE001 - the tool must never raise into the agent loop
         result = {"status": "error", "error": f"internal error: {type(exc).__name__}: {exc}"}
     try:
-        return redact_obj(result)
+        masked: dict[str, Any] = redact_obj(result)
+        return masked
     except Exception as exc:  # noqa: BLE001
         return {"status": "error", "error": f"internal error while masking secrets: {type(exc).__name__}"}
 
 
-def handle_process(args: Any, registry=None, task_id: str | None = None) -> str:
+def handle_process(args: Any, registry: ProcessRegistry | None = None, task_id: str | None = None) -> str:
     """Perform one ``process`` tool call; returns a JSON string (see module docstring)."""
     result = run_action(args, registry, task_id)
     try:
@@ -344,7 +348,7 @@ def handle_process(args: Any, registry=None, task_id: str | None = None) -> str:
         return json.dumps({"status": "error", "error": f"internal error: unserialisable result ({exc})"})
 
 
-def _dispatch(args: Any, registry, task_id: str | None) -> dict:
+def _dispatch(args: Any, registry: ProcessRegistry | None, task_id: str | None) -> dict[str, Any]:
     """Check the call's shape and action, pick the registry (``host``), run the action's handler."""
     args = _parse_args(args)
     action = _action(args)
@@ -357,7 +361,7 @@ def _dispatch(args: Any, registry, task_id: str | None) -> dict:
     return _HANDLERS[action](reg, args, task_id)
 
 
-def _parse_args(args: Any) -> dict:
+def _parse_args(args: Any) -> dict[str, Any]:
     """The call's arguments as a dict (a JSON string is decoded; "" is no arguments)."""
     if isinstance(args, str):
         try:
@@ -369,7 +373,7 @@ def _parse_args(args: Any) -> dict:
     return args
 
 
-def _action(args: dict) -> str:
+def _action(args: dict[str, Any]) -> str:
     """The ``action`` argument, normalised (trimmed, lower case) and checked against ACTIONS."""
     action = args.get("action")
     valid = ", ".join(ACTIONS)
@@ -386,7 +390,7 @@ def _action(args: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # the actions: one handler each, (registry, args, task_id) -> result dict
 # ---------------------------------------------------------------------------------------------
-def _start(reg, args: dict, task_id: str | None) -> dict:
+def _start(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     command = _get(args, "command", str, required=True)
     if not command.strip():
         raise _ArgError("argument 'command' must not be empty")
@@ -405,7 +409,7 @@ def _start(reg, args: dict, task_id: str | None) -> dict:
     return _as_dict(reg.spawn(command, **kwargs))
 
 
-def _search(reg, args: dict, task_id: str | None) -> dict:
+def _search(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     pattern = _get(args, "pattern", str, required=True)
     scope = None if _get(args, "all", bool, default=False) else task_id
     one = _session_id(args) if args.get("session_id") not in (None, "") else None
@@ -413,7 +417,7 @@ def _search(reg, args: dict, task_id: str | None) -> dict:
                                limit=_get(args, "limit", int, default=50), task_id=scope))
 
 
-def _list(reg, args: dict, task_id: str | None) -> dict:
+def _list(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     show_all = _get(args, "all", bool, default=False)
     rows = reg.list(task_id=None if show_all or not task_id else task_id)
     if isinstance(rows, dict):  # an error dict
@@ -421,11 +425,11 @@ def _list(reg, args: dict, task_id: str | None) -> dict:
     return {"processes": list(rows)}
 
 
-def _poll(reg, args: dict, task_id: str | None) -> dict:
+def _poll(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     return _as_dict(reg.poll(_session_id(args)))
 
 
-def _log(reg, args: dict, task_id: str | None) -> dict:
+def _log(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
     offset = _get(args, "offset", int)
     limit = _get(args, "limit", int, default=200)
@@ -435,44 +439,44 @@ def _log(reg, args: dict, task_id: str | None) -> dict:
     return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, since=since))
 
 
-def _wait(reg, args: dict, task_id: str | None) -> dict:
+def _wait(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
     return _as_dict(reg.wait(session_id, timeout=_get(args, "timeout", float),
                              until=_get(args, "until", str, default="exit")))
 
 
-def _kill(reg, args: dict, task_id: str | None) -> dict:
+def _kill(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
     return _as_dict(reg.kill(session_id, grace=_get(args, "grace", float)))
 
 
-def _write(reg, args: dict, task_id: str | None) -> dict:
+def _write(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
     return _as_dict(reg.write(session_id, _get(args, "data", str, required=True)))
 
 
-def _submit(reg, args: dict, task_id: str | None) -> dict:
+def _submit(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
     return _as_dict(reg.submit(session_id, _get(args, "data", str, default="")))
 
 
-def _close(reg, args: dict, task_id: str | None) -> dict:
+def _close(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     return _as_dict(reg.close_stdin(_session_id(args)))
 
 
-def _screen(reg, args: dict, task_id: str | None) -> dict:
+def _screen(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     return _as_dict(reg.screen(_session_id(args)))
 
 
-def _restart(reg, args: dict, task_id: str | None) -> dict:
+def _restart(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     return _as_dict(reg.restart(_session_id(args)))
 
 
-def _tree(reg, args: dict, task_id: str | None) -> dict:
+def _tree(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     return _as_dict(reg.tree(_session_id(args)))
 
 
-def _signal(reg, args: dict, task_id: str | None) -> dict:
+def _signal(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     """The job's process group (registry.signal), or with ``pid`` one process (signal_process)."""
     session_id = _session_id(args)
     sig = args.get("signal")
@@ -489,7 +493,7 @@ def _signal(reg, args: dict, task_id: str | None) -> dict:
     return _as_dict(reg.signal_process(session_id, pid, sig, start_ticks))
 
 
-_HANDLERS: dict[str, Callable[[Any, dict, str | None], dict]] = {
+_HANDLERS: dict[str, Callable[[ProcessRegistry, dict[str, Any], str | None], dict[str, Any]]] = {
     "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
     "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
     "restart": _restart, "tree": _tree, "signal": _signal,
