@@ -140,7 +140,7 @@ class HostSet:
         return self.remotes.get(host, self.local) if host else self.local
 
     # ---- the merged list
-    def list(self, task_id: Any = None, session_key: Any = None, only: Any = None) -> list[dict]:
+    def list(self, task_id: Any = None, session_key: Any = None, only: Any = None) -> list[dict[str, Any]]:
         """Every host's jobs, newest first, each row with `host` ("" = this machine). A remote
         host gets LIST_BUDGET seconds: a slow or unreachable one shows its last known rows
         (marked `host_state`) and is asked again in the background, never holding up the rest.

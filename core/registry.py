@@ -45,7 +45,7 @@ from .search import compile_pattern, search_log
 from .watch import HomeWatch
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
     from typing import ParamSpec, Protocol, TypeVar  # novermin (3.10: read by the type checker only)
 
     class Interrupt(Protocol):
@@ -313,7 +313,7 @@ class ProcessRegistry:
             job.exit = reply["exit"]
         return reply
 
-    def _summary(self, job: Job, preview_chars: int, seen: dict[str, Any] | None = None) -> dict:
+    def _summary(self, job: Job, preview_chars: int, seen: dict[str, Any] | None = None) -> dict[str, Any]:
         start, tail = self._tail(job, preview_chars * 4 + 4096, seen)
         result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
                   "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
@@ -345,7 +345,7 @@ class ProcessRegistry:
         seen["tail"] = (key, span)
         return span
 
-    def _figures(self, job: Job) -> dict:
+    def _figures(self, job: Job) -> dict[str, Any]:
         """awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count (core/stats.py)."""
         proc = job.proc or {}
         return stats.job_figures(job.session_id, self._cpu, running=job.running, root=job.pid,
@@ -397,7 +397,8 @@ class ProcessRegistry:
                 "total": total, "data": data}
 
     @_safe
-    def list(self, task_id=None, session_key=None, only=None) -> list[dict]:
+    def list(self, task_id: str | None = None, session_key: str | None = None,
+             only: Collection[str] | None = None) -> list[dict[str, Any]]:
         """Every job, newest first, optionally only those filed under `task_id` / `session_key`,
         or only the jobs whose ids are in `only` (a collection of full ids: the dashboard
         re-reads the rows on screen; ids of jobs that are gone are left out).
@@ -433,7 +434,7 @@ class ProcessRegistry:
             for sid in self._seen.keys() - live:
                 del self._seen[sid]
 
-    def _finished_rows(self) -> dict[str, dict]:
+    def _finished_rows(self) -> dict[str, dict[str, Any]]:
         """Rows of finished jobs from the index (listindex.py), re-read when the file changed."""
         try:
             st = os.stat(self.home / listindex.NAME)
