@@ -225,6 +225,7 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     gc.collect()
     gc.freeze()
     spare, no_spare_until = -1, 0.0
+    watch: list[socket.socket | int]
     pending = None  # since when a connection waits that the spare has not taken
     last = time.monotonic()
     while True:
@@ -233,7 +234,8 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
         if spare < 0:
             watch, timeout = [listener], min(idle, 5.0)
         else:
-            watch, timeout = ([spare], SPARE_STALL / 5) if pending else ([spare, listener], min(idle, 5.0))
+            watch = [spare] if pending else [spare, listener]
+            timeout = SPARE_STALL / 5 if pending else min(idle, 5.0)
         ready, _, _ = select.select(watch, [], [], timeout)
         if spare >= 0 and spare in ready:  # it took a request (a byte), or died (end of file)
             if not _read_byte(spare):
@@ -262,7 +264,7 @@ def _read_byte(fd: int) -> bytes:
         return b""
 
 
-def _name(ctypes, name: bytes) -> None:
+def _name(ctypes: ModuleType, name: bytes) -> None:
     """The process name ps and top show (comm): the template and its supervisors are forks of one
     `python template.py HOME` command line, so this is what tells them apart."""
     try:
@@ -298,7 +300,7 @@ def _socket_gone(ident: int) -> bool:
         return True
 
 
-def _start_spare(listener: socket.socket, alive_r: int, drop: tuple, supervisor) -> int:
+def _start_spare(listener: socket.socket, alive_r: int, drop: tuple[int, ...], supervisor: SupervisorModule) -> int:
     """Fork the next spare supervisor; the read end of a pipe on which it says (a byte) that it
     took a request, or ends (it died). -1 when no process could be made."""
     taken_r, taken_w = os.pipe2(os.O_CLOEXEC)
@@ -315,7 +317,8 @@ def _start_spare(listener: socket.socket, alive_r: int, drop: tuple, supervisor)
     return taken_r
 
 
-def _be_spare(listener: socket.socket, taken_w: int, alive_r: int, drop: tuple, supervisor) -> None:
+def _be_spare(listener: socket.socket, taken_w: int, alive_r: int, drop: tuple[int, ...],
+              supervisor: SupervisorModule) -> None:
     """In the forked child: detach now, wait for one request, then serve it as a supervisor. It
     never holds the home's lock, and leaves as soon as the template does."""
     code = 0
@@ -338,7 +341,8 @@ def _be_spare(listener: socket.socket, taken_w: int, alive_r: int, drop: tuple, 
 def _accept_one(listener: socket.socket, alive_r: int) -> socket.socket | None:
     """The next connection; None once the template has gone (or accepting fails)."""
     while True:
-        ready, _, _ = select.select([listener, alive_r], [], [])
+        watched: list[socket.socket | int] = [listener, alive_r]
+        ready, _, _ = select.select(watched, [], [])
         if alive_r in ready:
             return None
         try:
@@ -349,7 +353,7 @@ def _accept_one(listener: socket.socket, alive_r: int) -> socket.socket | None:
             return None
 
 
-def _serve_one(listener: socket.socket, supervisor) -> None:
+def _serve_one(listener: socket.socket, supervisor: SupervisorModule) -> None:
     """No spare is ready: take the request here and fork a supervisor for it."""
     try:
         conn, _ = listener.accept()
@@ -372,7 +376,7 @@ def _serve_one(listener: socket.socket, supervisor) -> None:
             os.close(report_fd)
 
 
-def _take(conn: socket.socket) -> tuple[dict | None, int]:
+def _take(conn: socket.socket) -> tuple[dict[str, Any] | None, int]:
     """The request of a connection from this user (see _read_request); None from another."""
     conn.settimeout(5.0)
     _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
@@ -381,7 +385,7 @@ def _take(conn: socket.socket) -> tuple[dict | None, int]:
     return _read_request(conn)
 
 
-def _read_request(conn: socket.socket) -> tuple[dict | None, int]:
+def _read_request(conn: socket.socket) -> tuple[dict[str, Any] | None, int]:
     """The request and the report pipe's fd; (None, fd or -1) when it is not well-formed."""
     fds = array.array("i")
     data, ancdata, _flags, _addr = conn.recvmsg(1 << 16, socket.CMSG_LEN(fds.itemsize))
@@ -411,7 +415,8 @@ def _read_request(conn: socket.socket) -> tuple[dict | None, int]:
     return request, report_fd
 
 
-def _become_supervisor(conn: socket.socket, report_fd: int, request: dict, supervisor) -> None:
+def _become_supervisor(conn: socket.socket, report_fd: int, request: dict[str, Any],
+                       supervisor: SupervisorModule) -> None:
     """In the forked child: detach, then run the supervisor for the request."""
     code = 1
     try:
@@ -431,7 +436,7 @@ def _detach(name: bytes) -> None:
     os.setsid()
 
 
-def _run(conn: socket.socket, report_fd: int, request: dict, supervisor) -> int:
+def _run(conn: socket.socket, report_fd: int, request: dict[str, Any], supervisor: SupervisorModule) -> int:
     """Take the request's env and umask, nothing of the template's fds, and run the supervisor."""
     _name(sys.modules["ctypes"], SUPERVISOR_NAME)
     os.dup2(report_fd, 1)
