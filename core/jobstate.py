@@ -144,7 +144,7 @@ def _read(jobdir: Path, name: str) -> dict[str, Any] | None:
         raise CorruptJob(f"damaged job folder {jobdir.name}: {name} is unreadable ({exc})") from exc
 
 
-def _supervisor_alive(proc: dict, job: Job | None = None) -> bool:
+def _supervisor_alive(proc: dict[str, Any], job: Job | None = None) -> bool:
     """Whether the recorded supervisor runs; its /proc stat fields go to job.extra["supervisor_stat"]
     (the list's figures need them too: one read instead of two)."""
     try:

@@ -159,7 +159,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)  # replaces a planted link itself, never its target
 
 
-def read_json(path: Path | str) -> dict | None:
+def read_json(path: Path | str) -> dict[str, Any] | None:
     """The JSON object in `path` (its first MiB); None when missing; ValueError when corrupt
     (or a symlink). Read with plain os.read calls: list() reads a few of these per job."""
     try:

@@ -281,7 +281,8 @@ def job_tree(supervisor_pid: int | None, root: int | None) -> list[int]:
 
 
 def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: int | None,
-                running: bool, started_at: float, log_path: str, supervisor_stat: list[str] | None = None) -> dict:
+                running: bool, started_at: float, log_path: str,
+                supervisor_stat: list[str] | None = None) -> dict[str, Any]:
     """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count.
 
     `supervisor_pid` is given only while the supervisor lives (`supervisor_stat`: its /proc

@@ -15,11 +15,15 @@ import fcntl
 import os
 import sys
 
+TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 PIPE_SIZE = 1 << 20
 LAUNCH = "cold"  # "template" when forked by the home's warm template (core/template.py)
 # The job's environment when it is not this process's own (a supervisor forked by the template
 # gets it with the request: rewriting os.environ there cost ~0.7 ms of every spawn)
-JOB_ENV: dict | None = None
+JOB_ENV: dict[str, str] | None = None
 
 
 class StartFailed(Exception):
@@ -66,7 +70,8 @@ def _which(name: str, path: str, cwd: str) -> str:
     raise StartFailed(f"cannot run {name}: No such file or directory")
 
 
-def _spawn_pipe_job(fds: tuple, cwd: str, exe: str, argv: list, umask: int, env: dict) -> int:
+def _spawn_pipe_job(fds: tuple[int, int, int], cwd: str, exe: str, argv: list[str], umask: int,
+                    env: Mapping[str, str]) -> int:
     """posix_spawn (a vfork: no copy of the supervisor's memory, ~3x faster than fork + exec)
     the job in its own session with `fds` as its stdin/stdout/stderr and default signals. It has
     no chdir or umask: the supervisor takes the job's for the call (it has one thread). Every
@@ -96,7 +101,8 @@ def _spawn_pipe_job(fds: tuple, cwd: str, exe: str, argv: list, umask: int, env:
         os.close(here)
 
 
-def _start_pty(rows: int, cols: int, cwd: str, argv: list, umask: int, env: dict) -> tuple:
+def _start_pty(rows: int, cols: int, cwd: str, argv: list[str], umask: int,
+               env: Mapping[str, str]) -> tuple[int, int]:
     """A PTY job through ptyprocess (its own session with the PTY as controlling terminal, the
     window size, exec failures reported back); returns (pid, master fd)."""
     try:

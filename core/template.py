@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # only for annotations: subprocess is imported where a templa
         """core/supervisor.py, as the template loads it (by plain name)."""
 
         LAUNCH: str
+        JOB_ENV: dict[str, str] | None
 
         def main(self, args: list[str]) -> int: ...
 
