@@ -556,11 +556,7 @@ class ProcessRegistry:
 
         Returns `exited` with that job's `session_id`, outcome fields and output, and `running`
         (the ids of the others still running); or `timeout` / `interrupted` with `running`."""
-        if isinstance(session_ids, (str, bytes)) or not isinstance(session_ids, (list, tuple)):
-            raise BadInput("session_ids must be a list of job ids")
-        if not 1 <= len(session_ids) <= 10_000:
-            raise BadInput(f"session_ids must name 1 to 10000 jobs, not {len(session_ids)}")
-        ids = list(dict.fromkeys(resolve_id(self.jobs_dir, sid) for sid in session_ids))
+        ids = self._wait_any_ids(session_ids)
         timeout, note = _wait_timeout(timeout)
         deadline = time.monotonic() + timeout
         with HomeWatch(self.home) as watch:
@@ -573,13 +569,20 @@ class ProcessRegistry:
                               **_outcome_fields(done), "output": self._tail_text(done, 2000), "running": running}
                     return {**result, "timeout_note": note} if note else result
                 left = deadline - time.monotonic()
-                if left <= 0 or (interrupt is not None and interrupt.is_set()):
-                    outcome = "timeout" if left <= 0 else "interrupted"
-                    result = {"status": outcome, "reason": outcome, "running": running}
-                    if outcome == "timeout":
-                        result["timeout_note"] = note or f"all {len(running)} still running after {timeout:g}s"
-                    return result
+                if left <= 0:
+                    return {"status": "timeout", "reason": "timeout", "running": running,
+                            "timeout_note": note or f"all {len(running)} still running after {timeout:g}s"}
+                if interrupt is not None and interrupt.is_set():
+                    return {"status": "interrupted", "reason": "interrupted", "running": running}
                 watch.wait(min(left, 0.2 if interrupt is not None else 1.0))
+
+    def _wait_any_ids(self, session_ids: object) -> builtins.list[str]:
+        """wait_any's ids, checked and resolved (prefixes to full ids), each once."""
+        if isinstance(session_ids, (str, bytes)) or not isinstance(session_ids, (list, tuple)):
+            raise BadInput("session_ids must be a list of job ids")
+        if not 1 <= len(session_ids) <= 10_000:
+            raise BadInput(f"session_ids must name 1 to 10000 jobs, not {len(session_ids)}")
+        return list(dict.fromkeys(resolve_id(self.jobs_dir, sid) for sid in session_ids))
 
     def _wait_socket(self, job: Job, timeout: float, interrupt: Interrupt | None,
                      check: Callable[[], dict[str, Any] | None] | None = None,

@@ -33,7 +33,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from . import template
 from .stdio_server import STDIO_VERSION, decode_hook, dumps
@@ -141,6 +141,30 @@ def _control_master() -> list[str]:
 def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:
     """`ssh://[user@]host[:port]`, `docker://C`, `k8s://[NS/]POD[/CONTAINER]`, or an alias
     from the config file's [hosts] table. Raises ValueError with a clear sentence."""
+    url = _host_url(url, aliases)
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ValueError(f"unsupported host scheme {parts.scheme!r} in {url!r}; use one of {', '.join(SCHEMES)}")
+    query = parse_qs(parts.query)
+    home = query.get("home", [None])[0]
+    python = query.get("python", ["python3"])[0]
+    if any(ord(c) < 32 for c in parts.netloc + parts.path + (home or "") + python):
+        raise ValueError(f"host URL contains control characters: {url!r}")
+    if parts.scheme == "ssh":
+        return Host(url, "ssh", *_ssh_target(url, parts), home, python)
+    words = [unquote(w) for w in (parts.netloc + parts.path).split("/") if w]
+    if not words or any(w.startswith("-") for w in words):
+        raise ValueError(f"expected {parts.scheme}://NAME, not {url!r}")
+    if parts.scheme == "docker":
+        if len(words) != 1:
+            raise ValueError(f"expected docker://CONTAINER, not {url!r}")
+        return Host(url, "docker", words[0], None, home, python)
+    namespace, pod, container = _k8s_words(url, words)
+    return Host(url, "k8s", pod, None, home, python, (namespace, pod, container))
+
+
+def _host_url(url: object, aliases: dict[str, str] | None) -> str:
+    """`url` trimmed, an alias replaced by its URL; ValueError unless it is a URL then."""
     if not isinstance(url, str) or not url.strip():
         raise ValueError("host must be a URL such as ssh://user@box, docker://NAME or k8s://POD")
     url = url.strip()
@@ -150,38 +174,32 @@ def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:
         known = ", ".join(sorted(aliases or {})) or "none configured"
         raise ValueError(f"unknown host {url!r}: use ssh://HOST, docker://CONTAINER, k8s://POD "
                          f"or a name from [hosts] in the config file ({known})")
-    parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise ValueError(f"unsupported host scheme {parts.scheme!r} in {url!r}; use one of {', '.join(SCHEMES)}")
-    query = parse_qs(parts.query)
-    home = query.get("home", [None])[0]
-    python = query.get("python", ["python3"])[0]
-    bad = [c for c in (parts.netloc + parts.path + (home or "") + python) if ord(c) < 32]
-    if bad:
-        raise ValueError(f"host URL contains control characters: {url!r}")
-    if parts.scheme == "ssh":
-        if not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"expected ssh://[user@]host[:port], not {url!r}")
-        try:
-            port = parts.port
-        except ValueError:
-            raise ValueError(f"bad port in {url!r}") from None
-        target = (f"{unquote(parts.username)}@" if parts.username else "") + parts.hostname
-        if target.startswith("-"):
-            raise ValueError(f"bad host name in {url!r}")
-        return Host(url, "ssh", target, port, home, python)
-    words = [unquote(w) for w in (parts.netloc + parts.path).split("/") if w]
-    if not words or any(w.startswith("-") for w in words):
-        raise ValueError(f"expected {parts.scheme}://NAME, not {url!r}")
-    if parts.scheme == "docker":
-        if len(words) != 1:
-            raise ValueError(f"expected docker://CONTAINER, not {url!r}")
-        return Host(url, "docker", words[0], None, home, python)
+    return url
+
+
+def _ssh_target(url: str, parts: SplitResult) -> tuple[str, int | None]:
+    """(`[user@]host`, port) of an ssh:// URL."""
+    if not parts.hostname or parts.path not in ("", "/"):
+        raise ValueError(f"expected ssh://[user@]host[:port], not {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"bad port in {url!r}") from None
+    target = (f"{unquote(parts.username)}@" if parts.username else "") + parts.hostname
+    if target.startswith("-"):
+        raise ValueError(f"bad host name in {url!r}")
+    return target, port
+
+
+def _k8s_words(url: str, words: list[str]) -> tuple[str, str, str]:
+    """(namespace, pod, container) of k8s://[NAMESPACE/]POD[/CONTAINER]; "" where not given."""
     if len(words) > 3:
         raise ValueError(f"expected k8s://[NAMESPACE/]POD[/CONTAINER], not {url!r}")
-    namespace, pod, container = (["", *words, ""] if len(words) == 1 else
-                                 [*words, ""] if len(words) == 2 else words)
-    return Host(url, "k8s", pod, None, home, python, (namespace, pod, container))
+    if len(words) == 1:
+        return "", words[0], ""
+    if len(words) == 2:
+        return words[0], words[1], ""
+    return words[0], words[1], words[2]
 
 
 # --------------------------------------------------------------------------- shipped code

@@ -55,26 +55,38 @@ def parse(until: object) -> Until:
     kind = kind.strip().lower()
     if kind in ("exit", "input") and not sep:
         return Until(kind)
-    if kind == "quiet" and sep:
-        try:
-            seconds = float(arg)
-        except ValueError:
-            seconds = math.nan
-        if not (math.isfinite(seconds) and seconds > 0):
-            raise UntilError(f"until='quiet:SECONDS' needs a positive number of seconds, not {arg!r}")
-        return Until("quiet", seconds=seconds)
-    if kind == "output" and sep:
-        if not arg:
-            raise UntilError("until='output:REGEX' needs a regular expression after 'output:'")
-        try:
-            return Until("output", pattern=re.compile(arg, re.MULTILINE))
-        except re.error as exc:
-            raise UntilError(f"until='output:REGEX': {arg!r} is not a valid regular expression ({exc})") from None
-    if kind == "port" and sep:
-        if not arg.strip().isdigit() or not 0 < int(arg) < 65536:
-            raise UntilError(f"until='port:N' needs a TCP port from 1 to 65535, not {arg!r}")
-        return Until("port", port=int(arg))
+    if kind in _WITH_ARGUMENT and sep:
+        return _WITH_ARGUMENT[kind](arg)
     raise UntilError(f"unknown until {until!r}; use one of {', '.join(KINDS)}")
+
+
+def _quiet(arg: str) -> Until:
+    try:
+        seconds = float(arg)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UntilError(f"until='quiet:SECONDS' needs a positive number of seconds, not {arg!r}")
+    return Until("quiet", seconds=seconds)
+
+
+def _output(arg: str) -> Until:
+    if not arg:
+        raise UntilError("until='output:REGEX' needs a regular expression after 'output:'")
+    try:
+        return Until("output", pattern=re.compile(arg, re.MULTILINE))
+    except re.error as exc:
+        raise UntilError(f"until='output:REGEX': {arg!r} is not a valid regular expression ({exc})") from None
+
+
+def _port(arg: str) -> Until:
+    if not arg.strip().isdigit() or not 0 < int(arg) < 65536:
+        raise UntilError(f"until='port:N' needs a TCP port from 1 to 65535, not {arg!r}")
+    return Until("port", port=int(arg))
+
+
+# the kinds written KIND:ARGUMENT, and the parser of each one's argument
+_WITH_ARGUMENT: dict[str, Callable[[str], Until]] = {"quiet": _quiet, "output": _output, "port": _port}
 
 
 def checker(until: Until, job: Job) -> Callable[[], dict[str, Any] | None] | None:
