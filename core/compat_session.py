@@ -13,6 +13,7 @@ kept in the adapter's checkpoint so ``recover_from_checkpoint`` restores them af
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .jobstate import CorruptJob, load
@@ -145,20 +146,30 @@ def format_process_notification(evt: dict[str, Any]) -> str | None:
     if not isinstance(evt, dict):
         return None
     kind = evt.get("type", "completion")
+    formatter = _FORMATTERS.get(kind) if isinstance(kind, str) else None
+    return formatter(evt) if formatter is not None else None
+
+
+def _watch_notice(evt: dict[str, Any]) -> str:
+    return f"[IMPORTANT: {evt.get('message', '')}]"
+
+
+def _watch_match(evt: dict[str, Any]) -> str:
     sid, command = evt.get("session_id", "unknown"), evt.get("command", "unknown")
-    if kind in ("watch_disabled", "watch_overflow_tripped", "watch_overflow_released"):
-        return f"[IMPORTANT: {evt.get('message', '')}]"
-    if kind == "watch_match":
-        suppressed = evt.get("suppressed") or 0
-        note = f"\n({suppressed} earlier matches were suppressed by rate limit)" if suppressed else ""
-        return (f"[IMPORTANT: Background process {sid} matched watch pattern \"{evt.get('pattern', '?')}\".\n"
-                f"Command: {command}\nMatched output:\n{evt.get('output', '')}{note}]")
-    if kind == "async_delegation":
-        summary = evt.get("summary") or evt.get("error") or ""
-        return (f"[ASYNC DELEGATION COMPLETE — {evt.get('delegation_id', 'unknown')}]\n"
-                f"Status: {evt.get('status', '?')}\n{summary}")
-    if kind != "completion":
-        return None
+    suppressed = evt.get("suppressed") or 0
+    note = f"\n({suppressed} earlier matches were suppressed by rate limit)" if suppressed else ""
+    return (f"[IMPORTANT: Background process {sid} matched watch pattern \"{evt.get('pattern', '?')}\".\n"
+            f"Command: {command}\nMatched output:\n{evt.get('output', '')}{note}]")
+
+
+def _delegation(evt: dict[str, Any]) -> str:
+    summary = evt.get("summary") or evt.get("error") or ""
+    return (f"[ASYNC DELEGATION COMPLETE — {evt.get('delegation_id', 'unknown')}]\n"
+            f"Status: {evt.get('status', '?')}\n{summary}")
+
+
+def _completion(evt: dict[str, Any]) -> str:
+    sid, command = evt.get("session_id", "unknown"), evt.get("command", "unknown")
     code = evt.get("exit_code", "?")
     reason = evt.get("completion_reason") or "exited"
     if reason == "killed":
@@ -170,3 +181,11 @@ def format_process_notification(evt: dict[str, Any]) -> str | None:
                if evt.get("handoff_note") else "")
     return (f"[IMPORTANT: Background process {sid} {status} (exit code {code}{sigterm}).\n"
             f"{handoff}Command: {command}\nOutput:\n{evt.get('output', '')}]")
+
+
+# the message of each event type (other types: no message)
+_FORMATTERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "watch_disabled": _watch_notice, "watch_overflow_tripped": _watch_notice,
+    "watch_overflow_released": _watch_notice, "watch_match": _watch_match,
+    "async_delegation": _delegation, "completion": _completion,
+}

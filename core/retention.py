@@ -37,20 +37,25 @@ def keep_count() -> int:
     return int(_setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
 
 
-def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
-    """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
-    days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
-    count = int(_setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
-    finished = []
+def _finished(jobs_dir: Path) -> list[tuple[float, str]]:
+    """(ended at, session id) of the finished jobs whose supervisor is gone, newest first."""
+    finished: list[tuple[float, str]] = []
     for session_id in list_job_ids(jobs_dir):
         try:
             job = load(jobs_dir / session_id)
         except CorruptJob:
             continue  # damaged folders are shown, never silently deleted
         if not job.running and not job.supervisor_alive:
-            ended = job.outcome.get("ended_at") or job.started_at
-            finished.append((ended, session_id))
+            finished.append((job.outcome.get("ended_at") or job.started_at, session_id))
     finished.sort(reverse=True)
+    return finished
+
+
+def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
+    """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
+    days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
+    count = int(_setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
+    finished = _finished(jobs_dir)
     cutoff = time.time() - days * 86400
     over = [sid for i, (ended, sid) in enumerate(finished) if i >= count and ended >= cutoff]
     pending = events.undelivered_sessions(jobs_dir.parent) if over else set()
