@@ -67,21 +67,24 @@ def _follow(registry: ProcessRegistry, consumer: str, follow: bool, wanted: set[
             if isinstance(batch, dict):  # {"status": "error", ...}
                 yield batch
                 return
-            for event in batch:
-                if wanted is None or event.get("type") in wanted:
-                    yield redact_obj(event)
-        if not follow:
+            yield from (redact_obj(event) for event in batch if wanted is None or event.get("type") in wanted)
+        if not follow or _stopped_while_waiting(watch, stop, interval):
             return
-        try:
-            if watch is not None:
-                watch.wait(interval)  # returns at once when the log grows
-            elif stop is not None:
-                if stop.wait(interval):
-                    return
-            else:
-                time.sleep(interval)
-        except KeyboardInterrupt:
-            return
+
+
+def _stopped_while_waiting(watch: HomeWatch | None, stop: threading.Event | None, interval: float) -> bool:
+    """Wait for the next look (at most `interval`; at once when the log grows, with inotify);
+    True when `stop` was set or Ctrl-C pressed meanwhile."""
+    try:
+        if watch is not None:
+            watch.wait(interval)  # returns at once when the log grows
+        elif stop is not None:
+            return stop.wait(interval)
+        else:
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return True
+    return False
 
 
 def _watch(registry: ProcessRegistry) -> HomeWatch | None:

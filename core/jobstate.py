@@ -124,17 +124,23 @@ def load(jobdir: Path, seen: dict[str, Any] | None = None) -> Job:
     if proc is not None:
         seen["proc"] = proc
     job = Job(jobdir.name, jobdir, meta, proc, exit_)
-    if exit_ is None and proc:
-        job.supervisor_alive = _supervisor_alive(proc, job)
+    _look_at_supervisor(job)
+    return job
+
+
+def _look_at_supervisor(job: Job) -> None:
+    """Set job.supervisor_alive; for a job without an exit record whose supervisor is gone, read
+    the record again (written just before it exited?) and else whether the job runs unsupervised."""
+    if job.exit is None and job.proc:
+        job.supervisor_alive = _supervisor_alive(job.proc, job)
         if not job.supervisor_alive:  # it may have written its record just before exiting
-            job.exit = _reread_exit(jobdir)
+            job.exit = _reread_exit(job.dir)
         if job.exit is None and not job.supervisor_alive and job.root:
             job.unsupervised = proctree.is_alive(*job.root)
-    elif exit_ is None and proc is None:
-        job.supervisor_alive = time.time() - float(meta.get("created_at", 0)) < 10
-    elif proc:
-        job.supervisor_alive = _supervisor_alive(proc)
-    return job
+    elif job.exit is None and job.proc is None:  # not started yet, or its start failed
+        job.supervisor_alive = time.time() - float(job.meta.get("created_at", 0)) < 10
+    elif job.proc:
+        job.supervisor_alive = _supervisor_alive(job.proc)
 
 
 def _read(jobdir: Path, name: str) -> dict[str, Any] | None:
