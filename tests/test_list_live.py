@@ -134,3 +134,31 @@ def test_spawn_counts_the_job_folders_in_one_stat(registry):
     for _ in range(3):
         registry.wait(registry.spawn("true")["session_id"], timeout=30)
     assert _folder_count(registry.jobs_dir) == len(list_job_ids(registry.jobs_dir)) == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_the_table_builds_cells_only_when_their_text_changes(registry):
+    from dataclasses import replace
+
+    from hermes_procs.tui.sampler import JobRow
+
+    app = HermesApp(registry, sample_interval=0.2)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.screen.sampler.stop()  # the rows below are the only ones
+        await pilot.pause(0.3)
+        table = app.query_one(JobsTable)
+        row = JobRow(session_id="proc_0123456789ab", name="", command="sleep 600", cwd="/", pid=42, pty=False,
+                     status="running", label="running", exit_code=None, started=1.0e9, uptime=61.0, cpu=0.0,
+                     rss=1 << 20, silence=61.0, order=0)
+        table.apply([row])
+        cell = table.get_cell(row.session_id, "time")
+        assert cell == "1m"
+        table.apply([replace(row, uptime=62.5, silence=62.5)])  # new figures, the same text
+        assert table.get_cell(row.session_id, "time") is cell
+        table.apply([replace(row, uptime=125.0, silence=125.0, waiting=True)])
+        assert table.get_cell(row.session_id, "time") == "2m"
+        assert "?" in table.get_cell(row.session_id, "flags").plain
+        table.apply([replace(row, uptime=125.0, silence=125.0, cpu=12.0)])
+        assert table.get_cell(row.session_id, "cpu") == "12"
+        assert "?" not in table.get_cell(row.session_id, "flags").plain
