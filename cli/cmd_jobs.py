@@ -83,6 +83,7 @@ def run_cmd(
     emit(result, as_json, lambda r: str(r["session_id"]))
 
 
+@app.command("list", hidden=True)  # what pm2 and most people type
 @app.command("ls")
 def ls_cmd(
     ctx: typer.Context,

@@ -87,6 +87,7 @@ def test_run_ls_poll_wait_text_and_json(cli):
 
     table = cli("ls", check=0).stdout
     assert "ID" in table and "STATUS" in table and "COMMAND" in table
+    assert cli("list", check=0).stdout == table  # the name pm2 users type
     row = next(line for line in table.splitlines() if sid in line)
     assert "exited 0" in row and "hello: echo 'hello world'" in row
 
