@@ -35,6 +35,7 @@ import socket
 import stat
 import struct
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only for annotations: subprocess is imported where a template starts
@@ -204,7 +205,6 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     SPARE_STALL seconds for it (a stopped spare), the template serves a request by forking."""
     import ctypes
     import gc
-    import time
 
     import supervisor
     import supervisor_loop  # noqa: F401 - loaded here so every forked supervisor shares it
@@ -221,41 +221,69 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     os.chdir(home)
     listener = _listen()
     listener.setblocking(False)  # the spare and the template both accept on it: never block
-    ident = os.stat(SOCK).st_ino
-    alive_r, alive_w = os.pipe2(os.O_CLOEXEC)  # closes when the template goes: spares leave then
+    server = _Server(listener, lock_fd, idle, supervisor)
     gc.collect()
     gc.freeze()
-    spare, no_spare_until = -1, 0.0
-    watch: list[socket.socket | int]
-    pending = None  # since when a connection waits that the spare has not taken
-    last = time.monotonic()
-    while True:
-        if spare < 0 and time.monotonic() >= no_spare_until:
-            spare = _start_spare(listener, alive_r, (lock_fd, alive_w), supervisor)
-        if spare < 0:
-            watch, timeout = [listener], min(idle, 5.0)
-        else:
-            watch = [spare] if pending else [spare, listener]
-            timeout = SPARE_STALL / 5 if pending else min(idle, 5.0)
-        ready, _, _ = select.select(watch, [], [], timeout)
-        if spare >= 0 and spare in ready:  # it took a request (a byte), or died (end of file)
-            if not _read_byte(spare):
-                no_spare_until = time.monotonic() + SPARE_PAUSE  # meanwhile serve directly
-            os.close(spare)
-            spare, pending, last = -1, None, time.monotonic()
-        elif spare < 0 and ready:
-            _serve_one(listener, supervisor)
-            last = time.monotonic()
-        elif ready or pending:  # a connection the spare should take at once: a stopped one is bypassed
-            pending = pending or time.monotonic()
-            if time.monotonic() - pending >= SPARE_STALL:
-                _serve_one(listener, supervisor)  # accepts nothing if the spare took it meanwhile
-                pending, last = None, time.monotonic()
-        elif _socket_gone(ident) or time.monotonic() - last >= idle:
-            break
-    if not _socket_gone(ident):
+    while server.step():
+        pass
+    if not _socket_gone(server.ident):
         os.unlink(SOCK)
     return 0
+
+
+class _Server:
+    """The template's loop: the listener, the current spare (the read end of its pipe, -1 for
+    none) and the times that decide when to fork a spare, bypass one, or leave."""
+
+    def __init__(self, listener: socket.socket, lock_fd: int, idle: float, supervisor: SupervisorModule) -> None:
+        self.listener, self.lock_fd, self.idle, self.supervisor = listener, lock_fd, idle, supervisor
+        self.ident = os.stat(SOCK).st_ino
+        self.alive_r, self.alive_w = os.pipe2(os.O_CLOEXEC)  # ends when the template goes: spares leave
+        self.spare = -1
+        self.no_spare_until = 0.0
+        self.pending: float | None = None  # since when a connection waits that the spare has not taken
+        self.last = time.monotonic()
+
+    def step(self) -> bool:
+        """Wait for the next thing to do and do it; False when the template should leave."""
+        if self.spare < 0 and time.monotonic() >= self.no_spare_until:
+            self.spare = _start_spare(self.listener, self.alive_r, (self.lock_fd, self.alive_w), self.supervisor)
+        ready = select.select(*self._watch())[0]
+        if self.spare >= 0 and self.spare in ready:  # it took a request (a byte), or died (end of file)
+            self._spare_gone()
+        elif self.spare < 0 and ready:
+            self._serve()
+        elif ready or self.pending:
+            self._waiting()
+        else:
+            return not (_socket_gone(self.ident) or time.monotonic() - self.last >= self.idle)
+        return True
+
+    def _watch(self) -> tuple[list[Any], list[Any], list[Any], float]:
+        """What to select on: the listener when there is no spare; the spare's pipe, and the
+        listener unless a connection already waits (then look again soon)."""
+        if self.spare < 0:
+            return [self.listener], [], [], min(self.idle, 5.0)
+        if self.pending:
+            return [self.spare], [], [], SPARE_STALL / 5
+        return [self.spare, self.listener], [], [], min(self.idle, 5.0)
+
+    def _spare_gone(self) -> None:
+        if not _read_byte(self.spare):  # it died without a request: serve directly for a while
+            self.no_spare_until = time.monotonic() + SPARE_PAUSE
+        os.close(self.spare)
+        self.spare, self.pending, self.last = -1, None, time.monotonic()
+
+    def _waiting(self) -> None:
+        """A connection the spare should take at once: one it leaves waiting (stopped) is served
+        here after SPARE_STALL seconds."""
+        self.pending = self.pending or time.monotonic()
+        if time.monotonic() - self.pending >= SPARE_STALL:
+            self._serve()  # accepts nothing if the spare took it meanwhile
+
+    def _serve(self) -> None:
+        _serve_one(self.listener, self.supervisor)
+        self.pending, self.last = None, time.monotonic()
 
 
 def _read_byte(fd: int) -> bytes:
@@ -408,12 +436,17 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any] | None, int]:
             return None, report_fd
         body += chunk
     request = json.loads(body)
-    if not (isinstance(request, dict) and isinstance(request.get("args"), list)
-            and all(isinstance(a, str) for a in request["args"]) and isinstance(request.get("env"), dict)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
-            and isinstance(request.get("umask"), int)):
-        return None, report_fd
-    return request, report_fd
+    return (request if _well_formed(request) else None), report_fd
+
+
+def _well_formed(request: Any) -> bool:
+    """{"args": [str, ...], "env": {str: str}, "umask": int}"""
+    if not isinstance(request, dict):
+        return False
+    args, env = request.get("args"), request.get("env")
+    return (isinstance(args, list) and all(isinstance(a, str) for a in args) and isinstance(env, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+            and isinstance(request.get("umask"), int))
 
 
 def _become_supervisor(conn: socket.socket, report_fd: int, request: dict[str, Any],
