@@ -195,6 +195,20 @@ class MainScreen(Screen):
         self.table.apply(data.jobs, data.taken_at)
         if self.sampler is not None:
             self.sampler.on_screen = self.table.rows_on_screen()
+        self._announce(data, first)
+        if self._pending_select and self._pending_select in self.table.rows_by_id:
+            self.table.select_id(self._pending_select)
+            self._pending_select = None
+        if data.selected == self.selected and self.selected:
+            self.input_bar.set_history(data.inputs)
+        rows = self.table.rows_by_id.values()
+        self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
+        self.query_one(TrendBar).trend = data.trend if data.selected == self.selected else None
+        self._show_row()
+
+    def _announce(self, data: SnapshotData, first: bool) -> None:
+        """The toasts (and terminal alerts) a snapshot calls for: jobs that ended, jobs that
+        started waiting for input, watch pattern matches, a sampling error."""
         for row in data.jobs:
             before = self._statuses.get(row.session_id)
             # a job seen running has ended, or a new job came and went between two samples
@@ -208,15 +222,6 @@ class MainScreen(Screen):
                 self._toast_watch(event)
         if data.error:
             self.notify(data.error, severity="error", markup=False)
-        if self._pending_select and self._pending_select in self.table.rows_by_id:
-            self.table.select_id(self._pending_select)
-            self._pending_select = None
-        if data.selected == self.selected and self.selected:
-            self.input_bar.set_history(data.inputs)
-        rows = self.table.rows_by_id.values()
-        self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
-        self.query_one(TrendBar).trend = data.trend if data.selected == self.selected else None
-        self._show_row()
 
     @on(JobsTable.Scrolled)
     def _on_table_scrolled(self) -> None:

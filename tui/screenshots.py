@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Input
 
@@ -52,117 +53,139 @@ def _id_by_name(reg: ProcessRegistry, name: str) -> str:
     raise KeyError(name)
 
 
-async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
-    shots: list[Path] = []
-    app = HermesApp(reg, sample_interval=0.5, home_label="~/.hermes/procs")  # not the temporary home
-    async with app.run_test(size=SIZE) as pilot:
-        table = app.query_one(JobsTable)
-        await _until(pilot, lambda: len(table.rows_by_id) >= 5)
+class _Camera:
+    """The running app and the shots taken so far; one method a group of shots, in order."""
 
-        async def select(name: str) -> None:
-            sid = _id_by_name(reg, name)
-            table.select_id(sid)
-            pane = app.query_one(LogPane)
-            await _until(pilot, lambda: app.main.selected == sid and pane.reader is not None
-                         and pane.reader.index is not None and not pane._tail_mode)
-            await pilot.pause(0.3)
+    def __init__(self, app: HermesApp, pilot: Any, reg: ProcessRegistry, out: Path) -> None:
+        self.app, self.pilot, self.reg, self.out = app, pilot, reg, out
+        self.table = app.query_one(JobsTable)
+        self.shots: list[Path] = []
 
-        def save(name: str) -> None:
-            shots.append(Path(app.save_screenshot(filename=name, path=str(out))))
+    async def select(self, name: str) -> None:
+        """Select the job named `name` and wait until its log is shown (indexed)."""
+        sid = _id_by_name(self.reg, name)
+        self.table.select_id(sid)
+        pane = self.app.query_one(LogPane)
+        await _until(self.pilot, lambda: self.app.main.selected == sid and pane.reader is not None
+                     and pane.reader.index is not None and not pane._tail_mode)
+        await self.pilot.pause(0.3)
 
+    def save(self, name: str) -> None:
+        self.shots.append(Path(self.app.save_screenshot(filename=name, path=str(self.out))))
+
+    async def log_shots(self) -> None:
+        """dashboard.svg, filter.svg, times.svg: the log pane's views."""
         # 1. the table and the log of the build (colours, \r progress collapsed)
-        await select("build")
-        await pilot.pause(0.6)
-        save("dashboard.svg")
+        await self.select("build")
+        await self.pilot.pause(0.6)
+        self.save("dashboard.svg")
 
         # 1b. the filter: only the lines of the build that match, with a line of context
-        await pilot.press("ampersand")
-        await pilot.press(*r"warning|tui/\w+")
-        app.query_one("#filter-context", Input).value = "1"
-        app.query_one("#filter-re").focus()
-        await pilot.press("enter")
-        pane = app.query_one(LogPane)
-        await _until(pilot, lambda: pane._filter is not None and pane._filter.done)
-        await pilot.pause(0.3)
-        save("filter.svg")
-        await pilot.press("ampersand", "escape")
-        await _until(pilot, lambda: pane._filter is None)
-        table.focus()
+        await self.pilot.press("ampersand")
+        await self.pilot.press(*r"warning|tui/\w+")
+        self.app.query_one("#filter-context", Input).value = "1"
+        self.app.query_one("#filter-re").focus()
+        await self.pilot.press("enter")
+        pane = self.app.query_one(LogPane)
+        await _until(self.pilot, lambda: pane._filter is not None and pane._filter.done)
+        await self.pilot.pause(0.3)
+        self.save("filter.svg")
+        await self.pilot.press("ampersand", "escape")
+        await _until(self.pilot, lambda: pane._filter is None)
+        self.table.focus()
 
         # 1c. the log of the ping job with the time each line arrived (T)
-        await select("ping")
-        await _until(pilot, lambda: pane.total >= 8)
+        await self.select("ping")
+        await _until(self.pilot, lambda: pane.total >= 8)
         pane.focus()
-        await pilot.press("T")
-        await _until(pilot, lambda: pane._times and all(t is not None for t in pane._times))
-        await pilot.pause(0.3)
-        save("times.svg")
-        await pilot.press("T")
-        table.focus()
+        await self.pilot.press("T")
+        await _until(self.pilot, lambda: pane._times and all(t is not None for t in pane._times))
+        await self.pilot.pause(0.3)
+        self.save("times.svg")
+        await self.pilot.press("T")
+        self.table.focus()
 
+    async def input_shot(self) -> None:
+        """input.svg: a pipe job asking a question, the input bar and its history."""
         # 2. a pipe job asking a question: the input bar and its history
-        await select("reset staging")
-        await pilot.press("i")
-        await pilot.press(*"maybe later")
-        await pilot.pause(0.2)
-        save("input.svg")
-        await pilot.press("escape")
-        app.main.input_bar.line.value = ""
+        await self.select("reset staging")
+        await self.pilot.press("i")
+        await self.pilot.press(*"maybe later")
+        await self.pilot.pause(0.2)
+        self.save("input.svg")
+        await self.pilot.press("escape")
+        self.app.main.input_bar.line.value = ""
 
+    async def terminal_shots(self) -> None:
+        """terminal.svg, scrollback.svg: the terminal pane with a Python REPL."""
         # 3. the terminal pane with the Python REPL
-        table.focus()
-        await select("python REPL")
-        await pilot.press("t")
-        await _until(pilot, lambda: app.main.terminal is not None and ">>>" in app.main.terminal.screen_text())
-        term = app.main.terminal
+        self.table.focus()
+        await self.select("python REPL")
+        await self.pilot.press("t")
+        main = self.app.main
+        await _until(self.pilot, lambda: main.terminal is not None and ">>>" in main.terminal.screen_text())
+        term = main.terminal
         assert term is not None  # the wait above saw it
         for line in ("import sys, platform", "platform.python_version()",
                      "[n * n for n in range(12)]", "{'jobs': 5, 'waiting': True}"):
-            await pilot.press(*line, "enter")
-            await pilot.pause(0.25)
-        await _until(pilot, lambda: "121" in term.screen_text())
-        await pilot.pause(0.3)
-        save("terminal.svg")
+            await self.pilot.press(*line, "enter")
+            await self.pilot.pause(0.25)
+        await _until(self.pilot, lambda: "121" in term.screen_text())
+        await self.pilot.pause(0.3)
+        self.save("terminal.svg")
         # 3b. scrolled back through the REPL's history (Shift-PgUp)
-        await pilot.press(*"print('\\n'.join(f'{n:>2} squared is {n * n}' for n in range(1, 41)))", "enter")
-        await _until(pilot, lambda: "40 squared is 1600" in term.screen_text())
-        await pilot.pause(0.3)
-        await pilot.press("shift+pageup", "shift+pageup")
-        await _until(pilot, lambda: term.back > term.engine.rows)
-        await pilot.pause(0.2)
-        save("scrollback.svg")
-        await pilot.press("shift+pagedown", "shift+pagedown", "shift+pagedown")
-        await _until(pilot, lambda: term.back == 0)
-        await pilot.press("ctrl+right_square_bracket")
-        await _until(pilot, lambda: app.main.terminal is None)
+        await self.pilot.press(*"print('\\n'.join(f'{n:>2} squared is {n * n}' for n in range(1, 41)))", "enter")
+        await _until(self.pilot, lambda: "40 squared is 1600" in term.screen_text())
+        await self.pilot.pause(0.3)
+        await self.pilot.press("shift+pageup", "shift+pageup")
+        await _until(self.pilot, lambda: term.back > term.engine.rows)
+        await self.pilot.pause(0.2)
+        self.save("scrollback.svg")
+        await self.pilot.press("shift+pagedown", "shift+pagedown", "shift+pagedown")
+        await _until(self.pilot, lambda: term.back == 0)
+        await self.pilot.press("ctrl+right_square_bracket")
+        await _until(self.pilot, lambda: self.app.main.terminal is None)
 
+    async def dialog_shots(self) -> None:
+        """kill.svg, rerun.svg, help.svg: the confirmations and the key map."""
         # 4. the kill confirmation
-        await select("ping")
-        await pilot.press("k")
-        await _until(pilot, lambda: isinstance(app.screen, KillScreen))
-        await pilot.pause(0.2)
-        save("kill.svg")
-        await pilot.press("n")
-        await _until(pilot, lambda: not isinstance(app.screen, KillScreen))
+        await self.select("ping")
+        await self.pilot.press("k")
+        await _until(self.pilot, lambda: isinstance(self.app.screen, KillScreen))
+        await self.pilot.pause(0.2)
+        self.save("kill.svg")
+        await self.pilot.press("n")
+        await _until(self.pilot, lambda: not isinstance(self.app.screen, KillScreen))
 
         # 4b. the rerun confirmation of a running job
-        await pilot.press("r")
-        await _until(pilot, lambda: isinstance(app.screen, RerunScreen))
-        await pilot.pause(0.2)
-        save("rerun.svg")
-        await pilot.press("n")
-        await _until(pilot, lambda: not isinstance(app.screen, RerunScreen))
+        await self.pilot.press("r")
+        await _until(self.pilot, lambda: isinstance(self.app.screen, RerunScreen))
+        await self.pilot.pause(0.2)
+        self.save("rerun.svg")
+        await self.pilot.press("n")
+        await _until(self.pilot, lambda: not isinstance(self.app.screen, RerunScreen))
 
         # 5. help
-        await pilot.press("question_mark")
-        await _until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        await pilot.pause(0.2)
-        save("help.svg")
-        await pilot.press("escape")
+        await self.pilot.press("question_mark")
+        await _until(self.pilot, lambda: isinstance(self.app.screen, HelpScreen))
+        await self.pilot.pause(0.2)
+        self.save("help.svg")
+        await self.pilot.press("escape")
 
+
+
+async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
+    app = HermesApp(reg, sample_interval=0.5, home_label="~/.hermes/procs")  # not the temporary home
+    async with app.run_test(size=SIZE) as pilot:
+        camera = _Camera(app, pilot, reg, out)
+        await _until(pilot, lambda: len(camera.table.rows_by_id) >= 5)
+        await camera.log_shots()
+        await camera.input_shot()
+        await camera.terminal_shots()
+        await camera.dialog_shots()
         # 6, 7. the process tree of a job with workers, one of them asking a question; its sparklines
-        await _tree_shot(pilot, app, reg, select, save)
-    return shots
+        await _tree_shot(pilot, app, reg, camera.select, camera.save)
+    return camera.shots
 
 
 # a job with a few processes for the tree shot: a watcher, a busy worker and the script itself
