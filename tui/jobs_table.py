@@ -215,15 +215,6 @@ class JobsTable(DataTable):
         return self.host_names.get(label) or label or "local"
 
     def _cells_for(self, row: JobRow, now: float) -> tuple:
-        flags = Text()
-        flags.append("P" if row.pty else " ", style="bold blue")
-        flags.append("?" if row.waiting else " ", style="bold black on yellow" if row.waiting else "")
-        command = " ".join(row.command.split())
-        title = Text(row.name, style="bold") if row.name else Text(command)
-        if row.name:
-            title.append("  " + command, style="dim")
-        title.no_wrap = True
-        title.overflow = "ellipsis"
         started = time.strftime("%H:%M:%S", time.localtime(row.started)) if row.started else ""
         cpu = _cpu_text(row.cpu)
         quiet = fmt_duration(row.silence) if row.running else ""
@@ -232,8 +223,8 @@ class JobsTable(DataTable):
                     no_wrap=True, overflow="ellipsis")
         return (
             row.session_id,  # id cell never changes
-            flags.markup,
-            title,
+            _flags(row).markup,
+            _title(row),
             status_text(row),
             str(row.pid or ""),
             started,
@@ -252,14 +243,7 @@ class JobsTable(DataTable):
         passes = self._filter()
         wanted = {r.session_id: r for r in rows if passes(r)}
         keep_cursor = self.current_id()
-        changed_order = False
-        for sid in list(self._cells):
-            if sid not in wanted:
-                self.remove_row(sid)
-                del self._cells[sid]
-                self._rows_shown.pop(sid, None)
-                self._looks.pop(sid, None)
-                changed_order = True
+        changed_order = self._drop_rows(wanted)
         for sid, row in wanted.items():
             shown = self._rows_shown.get(sid)
             if sid in self._cells and (shown is row or shown == row):
@@ -269,24 +253,38 @@ class JobsTable(DataTable):
             if sid in self._cells and self._looks.get(sid) == look:
                 continue  # new figures, same text (a running job's TIME moves once a minute)
             self._looks[sid] = look
-            cells = self._cells_for(row, now)
-            old = self._cells.get(sid)
-            if old is None:
-                values = [_IdCell(sid), *(Text.from_markup(cell) if col.key == "flags" else cell
-                                          for col, cell in zip(COLUMNS[1:], cells[1:], strict=True))]
-                self.add_row(*values, key=sid)
-                changed_order = True
-            else:
-                for col, new, prev in zip(COLUMNS[1:], cells[1:], old[1:], strict=True):
-                    if _differs(new, prev):
-                        value = Text.from_markup(new) if col.key == "flags" else new
-                        self.update_cell(sid, col.key, value)
-                        if col.key in self._sort_columns():
-                            changed_order = True
-            self._cells[sid] = cells
+            changed_order = self._put_row(sid, row, now) or changed_order
         if changed_order or self.sort_mode in ("cpu", "memory", "quiet"):
             self.resort(keep=keep_cursor)
         self._emit_selected()
+
+    def _drop_rows(self, wanted: dict[str, JobRow]) -> bool:
+        """Remove the rows of jobs no longer shown; True when any went."""
+        gone = [sid for sid in self._cells if sid not in wanted]
+        for sid in gone:
+            self.remove_row(sid)
+            del self._cells[sid]
+            self._rows_shown.pop(sid, None)
+            self._looks.pop(sid, None)
+        return bool(gone)
+
+    def _put_row(self, sid: str, row: JobRow, now: float) -> bool:
+        """Add the job's row, or update the cells of it that changed (in place: no redraw of the
+        table); True when the order may have changed (a new row, a change in the sort column)."""
+        cells = self._cells_for(row, now)
+        old = self._cells.get(sid)
+        self._cells[sid] = cells
+        if old is None:
+            values = [_IdCell(sid), *(Text.from_markup(cell) if col.key == "flags" else cell
+                                      for col, cell in zip(COLUMNS[1:], cells[1:], strict=True))]
+            self.add_row(*values, key=sid)
+            return True
+        changed_order = False
+        for col, new, prev in zip(COLUMNS[1:], cells[1:], old[1:], strict=True):
+            if _differs(new, prev):
+                self.update_cell(sid, col.key, Text.from_markup(new) if col.key == "flags" else new)
+                changed_order = changed_order or col.key in self._sort_columns()
+        return changed_order
 
     def _sort_columns(self) -> tuple[str, ...]:
         return {"status": ("status",), "name": ("name",), "cpu": ("cpu",), "memory": ("rss",),
@@ -455,6 +453,25 @@ def _look(row: JobRow) -> tuple:
     return (row.pty, row.waiting, row.name, row.command, row.label, row.running, row.unreachable, row.pid,
             row.started, fmt_duration(row.uptime), _cpu_text(row.cpu), fmt_bytes(row.rss) if row.running else "",
             fmt_duration(row.silence) if row.running else "", (row.silence or 0) >= 60, row.host)
+
+
+def _flags(row: JobRow) -> Text:
+    """The FLAGS cell: P for a PTY job, a yellow ? while it waits for input."""
+    flags = Text()
+    flags.append("P" if row.pty else " ", style="bold blue")
+    flags.append("?" if row.waiting else " ", style="bold black on yellow" if row.waiting else "")
+    return flags
+
+
+def _title(row: JobRow) -> Text:
+    """The NAME cell: the name in bold and the command dimmed, or the command alone."""
+    command = " ".join(row.command.split())
+    title = Text(row.name, style="bold") if row.name else Text(command)
+    if row.name:
+        title.append("  " + command, style="dim")
+    title.no_wrap = True
+    title.overflow = "ellipsis"
+    return title
 
 
 def _differs(a, b) -> bool:
