@@ -434,44 +434,50 @@ class LogReader(threading.Thread):
         if idx is self.index:
             idx.refresh()
         needle = query.lower().encode("utf-8", "replace")
-        total = idx.line_count
         found = None
-        if needle and total:
-            from_line = max(0, min(from_line, total - 1))
-            start, end = idx.line_span(from_line)
-            lo, hi = idx.dropped_bytes, idx.end_offset
-            chunk = 1 << 20
-            over = len(needle) - 1
-            if forward:
-                pos = end + 1  # after the current line
-                while pos < hi and found is None and not self._stop_ev.is_set():
-                    data = idx.read(pos, min(hi, pos + chunk + over)).lower()
-                    i = data.find(needle)
-                    while i != -1:
-                        line = self._line_of(pos + i)
-                        if self._line_matches(line, query):
-                            found = line
-                            break
-                        nxt = idx.line_span(line)[1] + 1 - pos
-                        i = data.find(needle, max(i + 1, nxt))
-                    pos += chunk
-            else:
-                pos = start  # before the current line
-                while pos > lo and found is None and not self._stop_ev.is_set():
-                    s = max(lo, pos - chunk)
-                    data = idx.read(s, min(hi, pos + over)).lower()
-                    i = data.rfind(needle)
-                    while i != -1:
-                        line = self._line_of(s + i)
-                        if line < from_line and self._line_matches(line, query):
-                            found = line
-                            break
-                        lstart = idx.line_span(line)[0] - s
-                        if lstart <= 0:
-                            break
-                        i = data.rfind(needle, 0, lstart)
-                    pos = s
+        if needle and idx.line_count:
+            from_line = max(0, min(from_line, idx.line_count - 1))
+            find = self._search_forward if forward else self._search_backward
+            found = find(idx, query, needle, from_line)
         self._post(LogPane.SearchDone(self.generation, query, found, forward))
+
+    # the raw bytes are read in chunks of 1 MiB, overlapping by the needle's length less one
+    _SEARCH_CHUNK = 1 << 20
+
+    def _search_forward(self, idx: logstore.LineIndex, query: str, needle: bytes, from_line: int) -> int | None:
+        """The first line after `from_line` whose text contains `query` (case-insensitive)."""
+        hi, over = idx.end_offset, len(needle) - 1
+        pos = idx.line_span(from_line)[1] + 1  # after the current line
+        while pos < hi and not self._stop_ev.is_set():
+            data = idx.read(pos, min(hi, pos + self._SEARCH_CHUNK + over)).lower()
+            i = data.find(needle)
+            while i != -1:
+                line = self._line_of(pos + i)
+                if self._line_matches(line, query):  # the bytes matched; does the shown text?
+                    return line
+                nxt = idx.line_span(line)[1] + 1 - pos
+                i = data.find(needle, max(i + 1, nxt))
+            pos += self._SEARCH_CHUNK
+        return None
+
+    def _search_backward(self, idx: logstore.LineIndex, query: str, needle: bytes, from_line: int) -> int | None:
+        """The last line before `from_line` whose text contains `query` (case-insensitive)."""
+        lo, hi, over = idx.dropped_bytes, idx.end_offset, len(needle) - 1
+        pos = idx.line_span(from_line)[0]  # before the current line
+        while pos > lo and not self._stop_ev.is_set():
+            s = max(lo, pos - self._SEARCH_CHUNK)
+            data = idx.read(s, min(hi, pos + over)).lower()
+            i = data.rfind(needle)
+            while i != -1:
+                line = self._line_of(s + i)
+                if line < from_line and self._line_matches(line, query):
+                    return line
+                lstart = idx.line_span(line)[0] - s
+                if lstart <= 0:
+                    break
+                i = data.rfind(needle, 0, lstart)
+            pos = s
+        return None
 
     def _line_matches(self, line: int, query: str) -> bool:
         raw = self.view_index().read_raw_lines(line, 1, max_bytes=1 << 20)  # type: ignore[union-attr]
