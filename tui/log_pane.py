@@ -299,40 +299,50 @@ class LogReader(threading.Thread):
     def _serve(self) -> None:
         req = self._req or _Request(0, 50, True)
         rate = self._growth_rate()
-        idx = self.index
         if req.follow:
             self._drop_snapshot()
-            try:
-                backlog = logstore.total_bytes(self.jobdir) - (idx.end_offset if idx else 0)
-            except Exception:
-                backlog = 0
-            if rate > self.FLOOD_RATE or (backlog > self.FLOOD_BACKLOG and rate > self.CALM_RATE):
-                # flooding: show the last screenful without indexing every byte
+            if self._flooding(rate):  # show the last screenful without indexing every byte
                 self._serve_tail(req)
                 return
         elif self._snap is not None or rate > self.FLOOD_RATE:
             # scrolled back during a flood: a frozen snapshot of the log (End follows again)
-            snap = self._snap or self._take_snapshot()
-            if snap is not None:
-                self._serve_index(snap, req, snapshot=True)
+            self._serve_snapshot(req, self._snap or self._take_snapshot())
             return
         if time.monotonic() < self._retry_at:
             return
-        try:
-            if idx is None:
-                idx = self.index = logstore.LineIndex(self.jobdir)  # a big log is scanned here
-            else:
-                idx.refresh()
-        except RuntimeError:  # the log rotates faster than it can be indexed: wait a little
+        idx = self._fresh_index()
+        if idx is None:  # the log rotates faster than it can be indexed: wait a little
             self._retry_at = time.monotonic() + 1.0
             if req.follow:
                 self._serve_tail(req)
             else:
-                snap = self._take_snapshot()
-                if snap is not None:
-                    self._serve_index(snap, req, snapshot=True)
+                self._serve_snapshot(req, self._take_snapshot())
             return
         self._serve_index(idx, req)
+
+    def _flooding(self, rate: float) -> bool:
+        """Whether the log grows too fast to index every byte as it comes (following the end)."""
+        try:
+            backlog = logstore.total_bytes(self.jobdir) - (self.index.end_offset if self.index else 0)
+        except Exception:
+            backlog = 0
+        return rate > self.FLOOD_RATE or (backlog > self.FLOOD_BACKLOG and rate > self.CALM_RATE)
+
+    def _serve_snapshot(self, req: _Request, snap: logstore.LineIndex | None) -> None:
+        if snap is not None:
+            self._serve_index(snap, req, snapshot=True)
+
+    def _fresh_index(self) -> logstore.LineIndex | None:
+        """The line index brought up to date (made on first use: a big log is scanned here);
+        None when the log rotates faster than it can be indexed."""
+        try:
+            if self.index is None:
+                self.index = logstore.LineIndex(self.jobdir)
+            else:
+                self.index.refresh()
+        except RuntimeError:
+            return None
+        return self.index
 
     def _serve_index(self, idx: logstore.LineIndex, req: _Request, snapshot: bool = False) -> None:
         total = idx.line_count
