@@ -58,6 +58,19 @@ def _rich_color(c) -> RichColor | None:
 
 
 @lru_cache(maxsize=4096)
+def _padding(used: int, width: int, cursor_x: int) -> list[Segment]:
+    """Blank cells from column `used` to `width`, with the cursor among them when it is there."""
+    pad = width - used
+    if not used <= cursor_x < width:
+        return [Segment(" " * pad)]
+    before = cursor_x - used
+    out = [Segment(" " * before)] if before else []
+    out.append(Segment(" ", _CURSOR_STYLE))
+    if pad - before - 1 > 0:
+        out.append(Segment(" " * (pad - before - 1)))
+    return out
+
+
 def _rich_style(style: BStyle) -> RichStyle:
     return RichStyle(
         color=_rich_color(style.fg),
@@ -241,6 +254,8 @@ class VTEngine:
         run_style = None
         used = 0
         limit = min(len(row), width)
+        # one pass over the cells, joining runs of one style (this runs for every row on every
+        # repaint of the terminal pane: no call a cell beyond the cached style lookup)
         for x in range(limit):
             bstyle, ch = row[x]
             if ch == "":  # continuation column of a wide glyph
@@ -260,14 +275,5 @@ class VTEngine:
         if run:
             segments.append(Segment("".join(run).translate(_SAFE), run_style))
         if used < width:
-            pad = width - used
-            if cursor_x >= used and cursor_x < width:
-                before = cursor_x - used
-                if before:
-                    segments.append(Segment(" " * before))
-                segments.append(Segment(" ", _CURSOR_STYLE))
-                if pad - before - 1 > 0:
-                    segments.append(Segment(" " * (pad - before - 1)))
-            else:
-                segments.append(Segment(" " * pad))
+            segments.extend(_padding(used, width, cursor_x))
         return Strip(segments, width)
