@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
@@ -240,47 +241,17 @@ class TerminalPane(Widget, can_focus=True):
 
     def _reader(self) -> None:
         reg, sid = self.registry, self.session_id
-        try:
-            info = reg.poll(sid)
-        except Exception:
-            info = {}
-        if isinstance(info, dict) and info.get("status") not in (None, "running"):
-            # Finished (or unknown): no supervisor to wait for, show the log and the outcome.
-            stream = {"status": info.get("status"), "error": info.get("error", "")}
-        else:
-            try:
-                stream = reg.stream(sid, input=True, source=self.source)
-            except Exception as exc:  # SupervisorGone or anything else: show the log
-                stream = {"status": "error", "error": str(exc) or type(exc).__name__}
-        if isinstance(stream, dict):
-            tail = _read_tail(reg, sid, None)
-            self._post(self._Attached(tail, None))
-            status = self._final_status()
-            self._post(self._Gone(status, stream.get("error", "")))
+        stream = self._open_stream()
+        if isinstance(stream, dict):  # nothing live to attach to: show the log and the outcome
+            self._post(self._Attached(_read_tail(reg, sid, None), None))
+            self._post(self._Gone(self._final_status(), stream.get("error", "")))
             return
         self._stream = stream
         try:
             if self._stop.is_set():
                 return
-            tail = _read_tail(reg, sid, getattr(stream, "offset", None))
-            self._post(self._Attached(tail, stream))
-            while not self._stop.is_set():
-                try:
-                    data = stream.read(0.25)
-                except Exception:
-                    data = b""
-                if data is None:
-                    continue
-                if not data:
-                    break
-                with self._lock:
-                    self._pending += data
-                    if len(self._pending) > MAX_PENDING:
-                        self._trim_pending()
-                    post = not self._posted
-                    self._posted = True
-                if post:
-                    self._post(self._Output())
+            self._post(self._Attached(_read_tail(reg, sid, getattr(stream, "offset", None)), stream))
+            self._pump(stream)
         finally:
             try:
                 stream.close()
@@ -288,6 +259,42 @@ class TerminalPane(Widget, can_focus=True):
                 pass
         if not self._stop.is_set():
             self._post(self._Gone(self._final_status(), ""))
+
+    def _open_stream(self) -> Any:
+        """A live stream with input (registry.stream: a local or a remote one), or a dict with
+        status and error when the job has finished, is unknown, or its supervisor cannot be
+        reached."""
+        try:
+            info = self.registry.poll(self.session_id)
+        except Exception:
+            info = {}
+        if isinstance(info, dict) and info.get("status") not in (None, "running"):
+            return {"status": info.get("status"), "error": info.get("error", "")}
+        try:
+            return self.registry.stream(self.session_id, input=True, source=self.source)
+        except Exception as exc:  # SupervisorGone or anything else: show the log
+            return {"status": "error", "error": str(exc) or type(exc).__name__}
+
+    def _pump(self, stream: Any) -> None:
+        """Move the job's output into _pending until it ends or the pane stops; one _Output
+        message wakes the UI thread per batch (it takes all that is pending)."""
+        while not self._stop.is_set():
+            try:
+                data = stream.read(0.25)
+            except Exception:
+                data = b""
+            if data is None:
+                continue
+            if not data:
+                return
+            with self._lock:
+                self._pending += data
+                if len(self._pending) > MAX_PENDING:
+                    self._trim_pending()
+                post = not self._posted
+                self._posted = True
+            if post:
+                self._post(self._Output())
 
     def _trim_pending(self) -> None:
         """The UI is far behind: keep only what rebuilds the last screen (lock held)."""
