@@ -110,6 +110,12 @@ def _no_stray_env(monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")
 
 
+@pytest.fixture
+def anyio_backend():
+    """The pilot tests (`pytest.mark.anyio`) run on asyncio, what Textual runs on."""
+    return "asyncio"
+
+
 # ---- a real sshd on 127.0.0.1 (tests/sshd.py) for the remote-host tests ------------------
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,6 @@ from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.sampler import Sampler
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def _row(rows: list[dict], sid: str) -> dict:
     return next(r for r in rows if r["session_id"] == sid)
 

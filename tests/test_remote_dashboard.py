@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import sshd as sshd_mod
-from conftest import until_async
+from pilot import until
 
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.hosts import HostSet, dashboard_registry
@@ -23,15 +23,6 @@ from hermes_procs.tui.log_pane import LogPane
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90),
               pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))]
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-async def until(pilot, predicate, timeout: float = 20.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.05))
 
 
 def rendered(widget) -> str:

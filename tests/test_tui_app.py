@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import until_async
+from pilot import notes, spawn, until
 from rich.console import Console
 
 from hermes_procs.tui.app import HermesApp
@@ -33,23 +33,8 @@ while True:
 """
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-async def until(pilot, predicate, timeout: float = 6.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
-
-
 def make_app(registry) -> HermesApp:
     return HermesApp(registry, sample_interval=0.2)
-
-
-def spawn(registry, command: str, **kw) -> str:
-    r = registry.spawn(command, **kw)
-    assert r["status"] == "running", r
-    return r["session_id"]
 
 
 def table_ids(app) -> list[str]:
@@ -64,10 +49,6 @@ def screen_text(app) -> str:
     for y in range(pane.size.height):
         lines.append("".join(seg.text for seg in pane.render_line(y)).rstrip())
     return "\n".join(lines)
-
-
-def notes(app) -> str:
-    return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
 
 
 async def select(pilot, app, sid, indexed: bool = True):

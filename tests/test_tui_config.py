@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import until_async
+from pilot import until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.config import DEFAULT_HIGHLIGHTS, config_dir, load_config
@@ -19,20 +19,11 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(40)]
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def xdg(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     d = tmp_path / "xdg" / "hermes-procs"
     d.mkdir(parents=True)
     return d
-
-
-async def until(pilot, predicate, timeout: float = 8.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
 
 
 def test_config_file_is_found_by_xdg_and_bad_entries_are_reported(xdg, monkeypatch, tmp_path):

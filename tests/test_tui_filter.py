@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from conftest import until_async
+from pilot import until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.log_pane import LogPane
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-async def until(pilot, predicate, timeout: float = 15.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
 
 
 def shown(pane: LogPane) -> list[str]:

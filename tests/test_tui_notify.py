@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import until_async
+from pilot import notes, spawn, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.config import Config, load_config
@@ -29,28 +29,9 @@ sys.stdin.readline()
 """
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def _not_in_tmux(monkeypatch):
     monkeypatch.delenv("TMUX", raising=False)  # the sequences unwrapped (the wrapping: its own test)
-
-
-async def until(pilot, predicate, timeout: float = 10.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
-
-
-def spawn(registry, command: str, **kw) -> str:
-    r = registry.spawn(command, **kw)
-    assert r["status"] == "running", r
-    return r["session_id"]
-
-
-def notes(app) -> str:
-    return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
 
 
 def record_writes(app) -> list[str]:

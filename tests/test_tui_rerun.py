@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import until_async
+from pilot import notes, spawn, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import DetailTitle
@@ -11,25 +11,6 @@ from hermes_procs.tui.dialogs import RerunScreen
 from hermes_procs.tui.jobs_table import JobsTable, short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-async def until(pilot, predicate, timeout: float = 10.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
-
-
-def spawn(registry, command: str, **kw) -> str:
-    r = registry.spawn(command, **kw)
-    assert r["status"] == "running", r
-    return r["session_id"]
-
-
-def notes(app) -> str:
-    return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
 
 
 async def select(pilot, app, sid: str) -> None:

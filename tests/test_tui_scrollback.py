@@ -18,11 +18,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 NUMBERED = "for i in $(seq 1 300); do echo \"line $i\"; done; exec cat"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 class PaneApp(App):
     def __init__(self, registry, session_id: str) -> None:
         super().__init__()

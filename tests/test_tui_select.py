@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import until_async
+from pilot import until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import SaveLogScreen
@@ -13,20 +13,11 @@ from hermes_procs.tui.log_pane import LogPane
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(40)]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def _no_desktop(monkeypatch):
     """No system clipboard here: copies go out as OSC 52 (App.clipboard records them)."""
     for name in ("DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
-
-
-async def until(pilot, predicate, timeout: float = 8.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
 
 
 async def open_log(pilot, app, registry, command: str) -> tuple[str, LogPane]:

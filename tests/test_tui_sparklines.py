@@ -27,11 +27,6 @@ while True:
     print("tick " * 20); time.sleep(0.01)'"""
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def test_list_and_poll_rows_carry_output_bytes(registry):
     sid = registry.spawn("printf 12345; sleep 30")["session_id"]
     wait_until(lambda: registry.poll(sid)["output_bytes"] == 5)

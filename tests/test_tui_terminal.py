@@ -21,11 +21,6 @@ PY = sys.executable
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 wait_sync = wait_until
 
 

@@ -25,11 +25,6 @@ SCRIPT = ("seq -f 'early %g' 1 200; while [ ! -e go ]; do sleep 0.02; done; slee
 CLOCK = re.compile(r"\d\d:\d\d:\d\d ")
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 class LogApp(App):
     def __init__(self, registry, session_id: str) -> None:
         super().__init__()

@@ -7,7 +7,8 @@ import shlex
 import sys
 
 import pytest
-from conftest import pid_alive, until_async
+from conftest import pid_alive
+from pilot import until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import SignalScreen
@@ -16,15 +17,6 @@ from hermes_procs.tui.proc_tree import KillProcessScreen, TreeScreen, tree_prefi
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 ASKS = f"sleep 100 & {shlex.quote(sys.executable)} -c 'input()'"
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-async def until(pilot, predicate, timeout: float = 10.0, what: str = ""):
-    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.05))
 
 
 async def open_tree(pilot, app, sid) -> TreeScreen:

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import pytest
 from conftest import until_async
+from pilot import notes
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import KillScreen, NewJobScreen
 from hermes_procs.tui.jobs_table import JobsTable
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def notes(app) -> str:
-    return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
 
 
 async def test_read_only_refuses_kill_new_job_and_input(registry, alive):

@@ -1,0 +1,29 @@
+"""Helpers of the Textual pilot tests (the dashboard against real jobs): wait for a condition
+while the app runs, read its toasts, start a job that must be running.
+
+The `anyio_backend` fixture these tests need (asyncio: what Textual runs on) is in conftest.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import until_async
+
+
+async def until(pilot: Any, predicate: Any, timeout: float = 20.0, what: str = "") -> Any:
+    """Wait (letting the app run) until `predicate()` is true; fail after `timeout` seconds,
+    naming `what` (a loaded 2-core CI machine is slow: the bound is generous, a hang still fails)."""
+    return await until_async(predicate, timeout, what, pause=lambda: pilot.pause(0.03))
+
+
+def notes(app: Any) -> str:
+    """Every toast the app has shown, title and message, one a line."""
+    return "\n".join(f"{n.title} {n.message}" for n in app._notifications)
+
+
+def spawn(registry: Any, command: str, **kw: Any) -> str:
+    """Start `command` as a job (spawn's keywords) and return its id; it must be running."""
+    r = registry.spawn(command, **kw)
+    assert r["status"] == "running", r
+    return r["session_id"]
