@@ -91,3 +91,12 @@ def start_demo(registry: Any, jobs: list[dict[str, Any]] | None = None) -> list[
         kwargs = {"cwd": cwd, **{k: v for k, v in spec.items() if k != "command"}}
         results.append(registry.spawn(spec["command"], **kwargs))
     return results
+
+
+def kill_running(registry: Any, grace: float = 0.2) -> None:
+    """Kill every job of `registry` that still runs (the end of a run in a temporary home:
+    the screenshots, the dashboard benchmark)."""
+    jobs = registry.list()
+    for job in jobs if isinstance(jobs, list) else []:
+        if job.get("status") == "running":
+            registry.kill(job["session_id"], grace=grace)

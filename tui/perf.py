@@ -24,6 +24,8 @@ from pathlib import Path
 
 from hermes_procs.core import ProcessRegistry
 
+from .demo import kill_running
+
 SORT_CYCLE = ["oldest", "cpu", "memory", "quiet", "status", "name", "newest"]
 
 
@@ -175,10 +177,7 @@ def main() -> None:
             out.update(tmux_bars(home, reg))
         out.update(asyncio.run(_headless(home, reg)))
     finally:
-        jobs = reg.list()
-        for job in jobs if isinstance(jobs, list) else []:
-            if job.get("status") == "running":
-                reg.kill(job["session_id"], grace=0.1)
+        kill_running(reg, grace=0.1)
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(out, indent=2))
 

@@ -26,7 +26,7 @@ from textual.widgets import Input
 from hermes_procs.core import ProcessRegistry
 
 from .app import HermesApp
-from .demo import PY, start_demo
+from .demo import PY, kill_running, start_demo
 from .dialogs import KillScreen, RerunScreen
 from .help import HelpScreen
 from .jobs_table import JobsTable
@@ -250,10 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(3.5)  # let the build, the ping and the tests produce output
         shots = asyncio.run(_shoot(reg, out))
     finally:
-        jobs = reg.list()
-        for job in jobs if isinstance(jobs, list) else []:
-            if job.get("status") == "running":
-                reg.kill(job["session_id"], grace=0.2)
+        kill_running(reg, grace=0.2)
         shutil.rmtree(tmp, ignore_errors=True)
     for path in shots:
         print(path)
