@@ -1,5 +1,5 @@
 """Helpers of the Textual pilot tests (the dashboard against real jobs): wait for a condition
-while the app runs, read its toasts, start a job that must be running.
+while the app runs, read its toasts, start a job that must be running, select a job.
 
 The `anyio_backend` fixture these tests need (asyncio: what Textual runs on) is in conftest.py.
 """
@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import until_async
+
+from hermes_procs.tui.jobs_table import JobsTable
+from hermes_procs.tui.log_pane import LogPane
 
 
 async def until(pilot: Any, predicate: Any, timeout: float = 20.0, what: str = "") -> Any:
@@ -27,3 +30,16 @@ def spawn(registry: Any, command: str, **kw: Any) -> str:
     r = registry.spawn(command, **kw)
     assert r["status"] == "running", r
     return r["session_id"]
+
+
+async def select(pilot: Any, app: Any, sid: str, indexed: bool = True) -> None:
+    """Select job `sid` in the table once it is listed; `indexed`: also wait until the log pane's
+    line index is ready (its first view is the raw tail)."""
+    table = app.query_one(JobsTable)
+    await until(pilot, lambda: sid in table.rows_by_id, what=f"{sid} listed")
+    table.select_id(sid)
+    await until(pilot, lambda: app.main.selected == sid, what="selected")
+    if indexed:
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: pane.reader is not None and pane.reader.index is not None
+                    and not pane._tail_mode, what="log indexed")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pilot import notes, spawn, until
+from pilot import notes, select, spawn, until
 from rich.console import Console
 
 from hermes_procs.tui.app import HermesApp
@@ -49,17 +49,6 @@ def screen_text(app) -> str:
     for y in range(pane.size.height):
         lines.append("".join(seg.text for seg in pane.render_line(y)).rstrip())
     return "\n".join(lines)
-
-
-async def select(pilot, app, sid, indexed: bool = True):
-    table = app.query_one(JobsTable)
-    await until(pilot, lambda: sid in table.rows_by_id, what=f"{sid} listed")
-    table.select_id(sid)
-    await until(pilot, lambda: app.main.selected == sid, what="selected")
-    if indexed:  # the log pane's line index is ready (the first view is the raw tail)
-        pane = app.query_one(LogPane)
-        await until(pilot, lambda: pane.reader is not None and pane.reader.index is not None
-                    and not pane._tail_mode, what="log indexed")
 
 
 async def test_table_lists_jobs_and_updates_in_place(registry):

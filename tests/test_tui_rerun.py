@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pilot import notes, spawn, until
+from pilot import notes, select, spawn, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import DetailTitle
@@ -11,13 +11,6 @@ from hermes_procs.tui.dialogs import RerunScreen
 from hermes_procs.tui.jobs_table import JobsTable, short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-
-
-async def select(pilot, app, sid: str) -> None:
-    table = app.query_one(JobsTable)
-    await until(pilot, lambda: sid in table.rows_by_id, what=f"{sid} listed")
-    table.select_id(sid)
-    await until(pilot, lambda: app.main.selected == sid, what="selected")
 
 
 def reruns_of(registry, sid: str) -> list[str]:
@@ -31,7 +24,7 @@ async def test_rerun_of_a_finished_job_starts_a_linked_copy_and_selects_it(regis
     async with app.run_test(size=(120, 34)) as pilot:
         table = app.query_one(JobsTable)
         await until(pilot, lambda: old in table.rows_by_id and not table.rows_by_id[old].running, what="exit")
-        await select(pilot, app, old)
+        await select(pilot, app, old, indexed=False)
         await pilot.press("r")
         await until(pilot, lambda: reruns_of(registry, old), what="a new job with rerun_of")
         new = reruns_of(registry, old)[0]
@@ -46,7 +39,7 @@ async def test_rerun_of_a_finished_job_starts_a_linked_copy_and_selects_it(regis
         assert old in table.rows_by_id and f"run m-42 in {tmp_path}" in registry.read_log(old)["output"]
         assert table.rows_by_id[new].label == "exited 3"
         # the header of the old job names its rerun
-        await select(pilot, app, old)
+        await select(pilot, app, old, indexed=False)
         header = str(app.query_one(DetailTitle).render())
         assert f"rerun as {short_id(new)}" in header and "rerun of" not in header
 
@@ -55,7 +48,7 @@ async def test_rerun_of_a_running_job_asks_then_kills_and_restarts(registry):
     old = spawn(registry, "cat", name="server", pty=True)
     app = HermesApp(registry, sample_interval=0.2)
     async with app.run_test(size=(120, 34)) as pilot:
-        await select(pilot, app, old)
+        await select(pilot, app, old, indexed=False)
         # n: nothing happens
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the confirm dialog")
@@ -85,7 +78,7 @@ async def test_rerun_on_a_read_only_dashboard_is_refused(registry):
     old = spawn(registry, "true", name="done")
     app = HermesApp(registry, sample_interval=0.2, read_only=True)
     async with app.run_test(size=(120, 34)) as pilot:
-        await select(pilot, app, old)
+        await select(pilot, app, old, indexed=False)
         await pilot.press("r")
         await until(pilot, lambda: "read-only" in notes(app), what="the refusal")
         await pilot.pause(0.3)
