@@ -10,6 +10,16 @@ from tmux import dashboard_command
 pytestmark = pytest.mark.timeout(60)
 
 
+def search(tmux, name: str, hidden: str) -> None:
+    """Show only the jobs matching `name` (/, the name, Enter), once `hidden` has left the screen."""
+    tmux.keys("/")
+    # the search box must have the focus before the text: keys sent earlier reach the table
+    tmux.wait_screen(lambda t: "search jobs by" in t, what="the search box")
+    tmux.keys("-l", name)
+    tmux.keys("Enter")
+    tmux.wait_screen(lambda t: hidden not in t, what=f"{name} alone")
+
+
 def test_dashboard_in_tmux(registry, home, alive, tmux):
     repl = registry.spawn(f"{sys.executable} -q -i", pty=True, name="e2e-repl")["session_id"]
     pipe = registry.spawn("cat", name="e2e-pipe")["session_id"]
@@ -18,12 +28,7 @@ def test_dashboard_in_tmux(registry, home, alive, tmux):
     tmux.start(dashboard_command(home))
     tmux.wait_screen(lambda t: "e2e-victim" in t and "e2e-repl" in t, what="the jobs")
     # type into the PTY job through the terminal pane and see the echo
-    tmux.keys("/")
-    # the search box must have the focus before the text: keys sent earlier reach the table
-    tmux.wait_screen(lambda t: "search jobs by" in t, what="the search box")
-    tmux.keys("-l", "e2e-repl")
-    tmux.keys("Enter")
-    tmux.wait_screen(lambda t: "e2e-victim" not in t, what="the search result")
+    search(tmux, "e2e-repl", hidden="e2e-victim")
     tmux.keys("Enter")  # Enter on a PTY job opens its terminal pane
     tmux.wait_screen(lambda t: "Terminal:" in t and ">>>" in t, what="the terminal pane")
     tmux.keys("-l", "6*7")
@@ -34,11 +39,7 @@ def test_dashboard_in_tmux(registry, home, alive, tmux):
     # type into a pipe job with the input bar
     tmux.keys("Escape")  # clear the search
     tmux.wait_screen(lambda t: "e2e-victim" in t, what="every job again")
-    tmux.keys("/")
-    tmux.wait_screen(lambda t: "search jobs by" in t, what="the search box")
-    tmux.keys("-l", "e2e-pipe")
-    tmux.keys("Enter")
-    tmux.wait_screen(lambda t: "e2e-victim" not in t, what="the pipe job alone")
+    search(tmux, "e2e-pipe", hidden="e2e-victim")
     tmux.keys("Enter")  # Enter on a pipe job focuses the input bar
     # focused, the footer keeps only the keys that work there (no table keys such as Kill)
     tmux.wait_screen(lambda t: "k Kill" not in t, what="the input bar focused")
@@ -50,11 +51,8 @@ def test_dashboard_in_tmux(registry, home, alive, tmux):
     tmux.keys("Escape")
     tmux.keys("Escape")
     tmux.wait_screen(lambda t: "e2e-repl" in t and "k Kill" in t, what="the table again")
-    tmux.keys("/")
-    tmux.wait_screen(lambda t: "search jobs by" in t, what="the search box")
-    tmux.keys("-l", "e2e-victim")
-    tmux.keys("Enter")
-    tmux.wait_screen(lambda t: "e2e-repl" not in t and "k Kill" in t, what="the victim alone")
+    search(tmux, "e2e-victim", hidden="e2e-repl")
+    tmux.wait_screen(lambda t: "k Kill" in t, what="the table's keys")
     tmux.keys("k")
     tmux.wait_screen(lambda t: "Kill this job?" in t, what="the kill confirmation")
     tmux.keys("y")
