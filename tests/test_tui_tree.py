@@ -8,11 +8,10 @@ import sys
 
 import pytest
 from conftest import pid_alive
-from pilot import until
+from pilot import notes, select, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import SignalScreen
-from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.proc_tree import KillProcessScreen, TreeScreen, tree_prefixes
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
@@ -21,10 +20,7 @@ ASKS = f"sleep 100 & {shlex.quote(sys.executable)} -c 'input()'"
 
 async def open_tree(pilot, app, sid) -> TreeScreen:
     """Select the job, press p, wait until its sleeper and its asking process are shown."""
-    table = app.query_one(JobsTable)
-    await until(pilot, lambda: sid in table.rows_by_id, what="job listed")
-    table.select_id(sid)
-    await until(pilot, lambda: app.main.selected == sid, what="selected")
+    await select(pilot, app, sid, indexed=False)
     await pilot.press("p")
     await until(pilot, lambda: isinstance(app.screen, TreeScreen), what="tree open")
     screen = app.screen
@@ -84,7 +80,7 @@ async def test_signal_one_process_from_the_view(registry):
         await until(pilot, lambda: find(screen, "sleep 100") is None, what="sleeper gone from the view")
         assert not pid_alive(sleeper["pid"]) and pid_alive(waiting(screen)["pid"])
         assert registry.poll(sid)["status"] == "running"
-        assert "sent TERM to process" in "\n".join(str(n.message) for n in app._notifications)
+        assert "sent TERM to process" in notes(app)
 
 
 async def test_kill_one_process_asks_first(registry):
@@ -117,7 +113,7 @@ async def test_a_read_only_dashboard_shows_the_tree_but_signals_nothing(registry
         sleeper = find(screen, "sleep 100")
         await highlight(pilot, screen, sleeper["pid"])
         await pilot.press("k", "s")
-        await until(pilot, lambda: "read-only" in "\n".join(str(n.message) for n in app._notifications),
+        await until(pilot, lambda: "read-only" in notes(app),
                     what="refused")
         assert app.screen is screen and pid_alive(sleeper["pid"])
         assert "read-only" in app.registry.signal_process(sid, sleeper["pid"], "KILL")["error"]
@@ -127,8 +123,7 @@ async def test_p_without_a_job_says_so(registry):
     app = HermesApp(registry, sample_interval=0.3)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("p")
-        await until(pilot, lambda: any("Select a job first" in str(n.message) for n in app._notifications),
-                    what="toast")
+        await until(pilot, lambda: "Select a job first" in notes(app), what="toast")
         assert not isinstance(app.screen, TreeScreen)
 
 
@@ -137,10 +132,7 @@ async def test_a_finished_job_shows_what_it_left_running(registry):
     registry.wait(sid, timeout=10)
     app = HermesApp(registry, sample_interval=0.3)
     async with app.run_test(size=(120, 34)) as pilot:
-        table = app.query_one(JobsTable)
-        await until(pilot, lambda: sid in table.rows_by_id, what="listed")
-        table.select_id(sid)
-        await until(pilot, lambda: app.main.selected == sid, what="selected")
+        await select(pilot, app, sid, indexed=False)
         await pilot.press("p")
         await until(pilot, lambda: isinstance(app.screen, TreeScreen), what="tree open")
         screen = app.screen
