@@ -49,26 +49,6 @@ class ClientHub(SupervisorState):
         self.max_clients = max(1, min(MAX_CLIENTS, _open_max() - RESERVED_FDS))
         self.spare_fd = _spare_fd()
 
-    def _listen(self) -> socket.socket:
-        """The job's socket, put in place (renamed over any old one) only once it listens: a
-        client that finds `sock` can always connect (between bind and listen it would be
-        refused, and take the supervisor for gone)."""
-        tmp = ".sock.tmp"
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            sock.bind(tmp)
-        finally:
-            os.umask(old)
-        sock.listen(64)
-        sock.setblocking(False)
-        os.rename(tmp, "sock")
-        return sock
-
     def _accept(self) -> None:
         try:
             sock, _ = self.listener.accept()

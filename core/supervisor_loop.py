@@ -91,7 +91,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, lambda *_: self._start_kill(3.0, "killed", None))
-        self.listener = self._listen()
+        self.listener = wire.listen("sock", 64)
+        self.listener.setblocking(False)
         os.set_blocking(self.out_fd, False)
         if self.in_fd != self.out_fd:
             os.set_blocking(self.in_fd, False)

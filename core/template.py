@@ -209,6 +209,7 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
     import supervisor
     import supervisor_loop  # noqa: F401 - loaded here so every forked supervisor shares it
     import text  # noqa: F401
+    import wire
 
     if path:
         sys.path.append(path)
@@ -219,7 +220,7 @@ def serve(home: str, lock_fd: int, idle: float, path: str = "") -> int:
 
     _name(ctypes, TEMPLATE_NAME)
     os.chdir(home)
-    listener = _listen()
+    listener = wire.listen(SOCK, 128)
     listener.setblocking(False)  # the spare and the template both accept on it: never block
     server = _Server(listener, lock_fd, idle, supervisor)
     gc.collect()
@@ -300,26 +301,6 @@ def _name(ctypes: ModuleType, name: bytes) -> None:
         ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
     except (OSError, AttributeError):
         pass
-
-
-def _listen() -> socket.socket:
-    """The listening socket, put in place (atomically, over a stale one) only once it listens:
-    a spawn that finds the socket can always connect (between bind and listen it would be
-    refused, and start its supervisor cold)."""
-    tmp = f".{SOCK}.{os.getpid()}"
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-    old = os.umask(0o177)
-    try:
-        sock.bind(tmp)
-    finally:
-        os.umask(old)
-    sock.listen(128)
-    os.rename(tmp, SOCK)
-    return sock
 
 
 def _socket_gone(ident: int) -> bool:

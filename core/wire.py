@@ -7,6 +7,9 @@ path; stdlib only, no package-relative imports) and the client as `hermes_procs.
 
 from __future__ import annotations
 
+import os
+import socket
+
 VERSION = 1  # every reply carries it as "v"; a client meeting a newer one says so
 
 # ops (the "op" of a request)
@@ -43,3 +46,24 @@ def newer_than_us(reply: dict[str, object]) -> str | None:
         return (f"this job's supervisor speaks protocol version {version}, this hermes-procs only "
                 f"version {VERSION}: upgrade hermes-procs to talk to it")
     return None
+
+
+def listen(name: str, backlog: int) -> socket.socket:
+    """A listening Unix socket at `name` (0600, in the working directory), put in place only once
+    it listens, over any old one: a client that finds the name can always connect (between bind
+    and listen it would be refused, and take the server for gone). Used by the supervisor (the
+    job's `sock`) and the template (`template.sock`)."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    old = os.umask(0o177)
+    try:
+        sock.bind(tmp)
+    finally:
+        os.umask(old)
+    sock.listen(backlog)
+    os.rename(tmp, name)
+    return sock
