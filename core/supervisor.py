@@ -151,7 +151,7 @@ def main(args: list[str]) -> int:
     _set_subreaper()
     try:
         pid, out_fd, in_fd = start_child(pty, rows, cols, cwd, argv, umask)
-    except (OSError, StartFailed) as exc:
+    except (OSError, ValueError, StartFailed) as exc:  # ValueError: an env the OS refuses (NUL, "=")
         _report('{"error": %s}' % _quote(_describe(exc)))
         return 1
     ticks = _start_ticks(pid)
