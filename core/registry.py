@@ -411,7 +411,8 @@ class ProcessRegistry:
         finished = self._finished_rows()
         rows, new = [], []
         self._forget(set(ids))
-        wanted = ids if only is None else [sid for sid in ids if sid in set(only)]
+        chosen = None if only is None else set(only)
+        wanted = ids if chosen is None else [sid for sid in ids if sid in chosen]
         for session_id in wanted:
             row = finished.get(session_id)
             if row is None:
@@ -465,8 +466,9 @@ class ProcessRegistry:
         """One row of `list` read from the job folder, and whether the job is finished for good
         (exit recorded, supervisor gone: the row can no longer change).
 
-        What cannot change is kept between calls (self._seen, per job folder inode): meta.json
-        and proc.json (each written once), and the output preview while the log is unchanged."""
+        What cannot change is kept between calls (self._seen, per job folder inode) while the
+        job runs: meta.json and proc.json (each written once), and the output preview while the
+        log is unchanged. A finished job's row goes to the index instead (listindex.py)."""
         jobdir = self.jobs_dir / session_id
         try:
             ino = os.stat(jobdir).st_ino
@@ -482,7 +484,11 @@ class ProcessRegistry:
         row = self._summary(job, preview_chars=200, seen=seen)
         row["command"] = row["command"][:200]
         row["_sort"] = job.started_at
-        return row, job.exit is not None and not job.supervisor_alive
+        done = job.exit is not None and not job.supervisor_alive
+        if done:
+            with self._lock:
+                self._seen.pop(session_id, None)
+        return row, done
 
     @_safe
     def get(self, session_id: str) -> dict[str, Any]:

@@ -157,3 +157,18 @@ async def test_the_table_builds_cells_only_when_their_text_changes(registry):
         table.apply([replace(row, uptime=125.0, silence=125.0, cpu=12.0)])
         assert table.get_cell(row.session_id, "cpu") == "12"
         assert "?" not in table.get_cell(row.session_id, "flags").plain
+
+
+def test_a_registry_keeps_files_only_of_running_jobs(registry):
+    from conftest import supervisor_gone
+
+    running = registry.spawn("sleep 60")["session_id"]
+    done = registry.spawn("true")["session_id"]
+    registry.wait(done, timeout=30)
+    supervisor_gone(registry, done)
+    registry.list()  # the finished one goes to the index; only the running one's files are kept
+    assert set(registry._seen) == {running}
+    registry.kill(running, grace=0.2)
+    supervisor_gone(registry, running)
+    registry.list()
+    assert registry._seen == {}
