@@ -8,7 +8,6 @@ supervisor, the process's parent, can know it.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +144,7 @@ def _look_at_supervisor(job: Job) -> None:
 
 def _read(jobdir: Path, name: str) -> dict[str, Any] | None:
     try:
-        return read_json(os.path.join(jobdir, name))
+        return read_json(f"{jobdir}/{name}")  # not os.path.join: list() calls this 3,000 times
     except (ValueError, OSError) as exc:
         raise CorruptJob(f"damaged job folder {jobdir.name}: {name} is unreadable ({exc})") from exc
 

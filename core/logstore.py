@@ -288,11 +288,11 @@ def _unrotated_tail(jobdir: Path, n: int) -> tuple[int, bytes] | None:
     them, the descriptor still holds the first segment, whose offsets stay right."""
     folder = os.fspath(jobdir)
     try:
-        fd = os.open(os.path.join(folder, LOG_NAME), os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(f"{folder}/{LOG_NAME}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        if any(os.path.lexists(os.path.join(folder, name)) for name in (OLD_LOG_NAME, STATE_NAME)):
+        if os.path.lexists(f"{folder}/{OLD_LOG_NAME}") or os.path.lexists(f"{folder}/{STATE_NAME}"):
             return None
         size = os.fstat(fd).st_size
         start = max(0, size - max(0, n))

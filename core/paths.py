@@ -131,6 +131,17 @@ def list_job_ids(jobs_dir: Path) -> list[str]:
     return _job_names(jobs_dir)
 
 
+def job_inodes(jobs_dir: Path) -> dict[str, int]:
+    """The job folders of `jobs_dir` (as list_job_ids) with their inode numbers, as the listing
+    gives them (no stat per folder)."""
+    try:
+        with os.scandir(jobs_dir) as entries:
+            return {e.name: e.inode() for e in entries
+                    if _FULL_ID.fullmatch(e.name) and e.is_dir(follow_symlinks=False)}
+    except FileNotFoundError:
+        return {}
+
+
 def list_job_links(jobs_dir: Path) -> list[str]:
     """Symbolic links named like job folders: never jobs, never followed (prune removes them)."""
     return _job_names(jobs_dir, links=True)

@@ -32,6 +32,7 @@ from .model import Signal
 from .paths import (
     IdError,
     ensure_private_dir,
+    job_inodes,
     list_job_ids,
     new_session_id,
     open_nofollow,
@@ -334,8 +335,9 @@ class ProcessRegistry:
         if seen is None:
             return logstore.tail_span(job.dir, n)
         try:
-            st = os.stat(os.path.join(job.dir, logstore.LOG_NAME))
+            st = os.stat(f"{job.dir}/{logstore.LOG_NAME}")
             key = (n, st.st_ino, st.st_size, st.st_mtime_ns)
+            job.extra["log_stat"] = st  # QUIET needs it too
         except OSError:
             key = None
         kept: tuple[Any, tuple[int, bytes]] | None = seen.get("tail")
@@ -350,8 +352,8 @@ class ProcessRegistry:
         proc = job.proc or {}
         return stats.job_figures(job.session_id, self._cpu, running=job.running, root=job.pid,
                                  supervisor_pid=proc.get("supervisor_pid") if job.supervisor_alive else None,
-                                 started_at=job.started_at, log_path=os.path.join(job.dir, logstore.LOG_NAME),
-                                 supervisor_stat=job.extra.get("supervisor_stat"))
+                                 started_at=job.started_at, log_path=f"{job.dir}/{logstore.LOG_NAME}",
+                                 supervisor_stat=job.extra.get("supervisor_stat"), log_stat=job.extra.get("log_stat"))
 
     @_safe
     def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
@@ -405,7 +407,8 @@ class ProcessRegistry:
 
         Returns a list of row dicts (a damaged job folder has status `corrupt` and an error)."""
         self._reap_supervisors()
-        ids = list_job_ids(self.jobs_dir)
+        inodes = job_inodes(self.jobs_dir)
+        ids = list(inodes)
         if only is not None and (isinstance(only, (str, bytes)) or not all(isinstance(i, str) for i in only)):
             raise BadInput("only must be a collection of job ids")
         finished = self._finished_rows()
@@ -416,7 +419,7 @@ class ProcessRegistry:
         for session_id in wanted:
             row = finished.get(session_id)
             if row is None:
-                row, done = self._list_row(session_id)
+                row, done = self._list_row(session_id, inodes[session_id])
                 if done:
                     new.append(row)
             if task_id is not None and row.get("task_id", "") != task_id:
@@ -462,16 +465,16 @@ class ProcessRegistry:
                 listindex.append(self.home, new)
                 self._index_lines += len(new)
 
-    def _list_row(self, session_id: str) -> tuple[dict[str, Any], bool]:
+    def _list_row(self, session_id: str, ino: int) -> tuple[dict[str, Any], bool]:
         """One row of `list` read from the job folder, and whether the job is finished for good
         (exit recorded, supervisor gone: the row can no longer change).
 
         What cannot change is kept between calls (self._seen, per job folder inode) while the
         job runs: meta.json and proc.json (each written once), and the output preview while the
-        log is unchanged. A finished job's row goes to the index instead (listindex.py)."""
+        log is unchanged. A finished job's row goes to the index instead (listindex.py). `ino`:
+        the folder's inode number from the listing."""
         jobdir = self.jobs_dir / session_id
         try:
-            ino = os.stat(jobdir).st_ino
             with self._lock:
                 seen = self._seen.get(session_id)
                 if seen is None or seen["ino"] != ino:

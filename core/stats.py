@@ -282,7 +282,7 @@ def job_tree(supervisor_pid: int | None, root: int | None) -> list[int]:
 
 def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: int | None,
                 running: bool, started_at: float, log_path: str,
-                supervisor_stat: list[str] | None = None) -> dict[str, Any]:
+                supervisor_stat: list[str] | None = None, log_stat: os.stat_result | None = None) -> dict[str, Any]:
     """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count.
 
     `supervisor_pid` is given only while the supervisor lives (`supervisor_stat`: its /proc
@@ -305,14 +305,15 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
                        process_count=count)
     if running:
         figures["awaiting_input"] = waiting_for_input(pids, (lambda: fd_target(root, 0)) if root else None)
-        figures["quiet_seconds"] = quiet_seconds(log_path, started_at)
+        figures["quiet_seconds"] = quiet_seconds(log_path, started_at, log_stat)
     return figures
 
 
-def quiet_seconds(log_path: str, started_at: float) -> float:
-    """Seconds since the job last wrote output (the log's mtime; its start if it wrote nothing)."""
+def quiet_seconds(log_path: str, started_at: float, st: os.stat_result | None = None) -> float:
+    """Seconds since the job last wrote output (the log's mtime; its start if it wrote nothing).
+    `st`: the log's stat, when the caller has just taken it."""
     try:
-        st = os.stat(log_path)
+        st = st or os.stat(log_path)
         last = st.st_mtime if st.st_size else started_at
     except OSError:
         last = started_at
