@@ -38,6 +38,7 @@ def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
     finishing (the exit is recorded) or gone.
     """
     deadline = time.monotonic() + retry_for
+    pause = 0.0005  # the socket appears ~1-2 ms after the spawn returns: look again soon, then less often
     while True:
         address, dirfd = _address(jobdir)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -48,7 +49,8 @@ def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
             sock.close()
             if time.monotonic() >= deadline or not _starting(jobdir):
                 raise SupervisorGone(str(exc)) from exc
-            time.sleep(0.005)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.005)
         finally:
             if dirfd is not None:
                 os.close(dirfd)
