@@ -85,6 +85,9 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
     # ---- setup -------------------------------------------------------------------------
     def run(self) -> int:
         os.chdir(self.jobdir)
+        os.set_blocking(self.out_fd, False)
+        self.sel.register(self.out_fd, selectors.EVENT_READ, "output")
+        self._read_output()  # what the job printed while we set up goes to disk before the rest
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -93,12 +96,10 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         signal.signal(signal.SIGTERM, lambda *_: self._start_kill(3.0, "killed", None))
         self.listener = wire.listen("sock", 64)
         self.listener.setblocking(False)
-        os.set_blocking(self.out_fd, False)
         if self.in_fd != self.out_fd:
             os.set_blocking(self.in_fd, False)
         self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         self.sel.register(self.listener, selectors.EVENT_READ, "accept")
-        self.sel.register(self.out_fd, selectors.EVENT_READ, "output")
         self._event("started", command=self.meta.get("command", ""))
         self._reap()
         while not self._finished():
