@@ -422,11 +422,8 @@ class ProcessRegistry:
                 row, done = self._list_row(session_id, inodes[session_id])
                 if done:
                     new.append(row)
-            if task_id is not None and row.get("task_id", "") != task_id:
-                continue
-            if session_key is not None and row.get("session_key", "") != session_key:
-                continue
-            rows.append({**stats.IDLE, "rerun_of": None, **row})  # index rows written before these fields
+            if _filed_under(row, task_id, session_key):
+                rows.append({**stats.IDLE, "rerun_of": None, **row})  # index rows written before these fields
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
@@ -947,6 +944,12 @@ class ProcessRegistry:
                 write_text_atomic(stamp, str(len(list_job_ids(self.jobs_dir))))
         except (OSError, ValueError):  # best effort: `prune` itself reports bad settings
             pass
+
+
+def _filed_under(row: dict[str, Any], task_id: str | None, session_key: str | None) -> bool:
+    """True when the row matches list()'s task_id / session_key filters (None: any)."""
+    return ((task_id is None or row.get("task_id", "") == task_id)
+            and (session_key is None or row.get("session_key", "") == session_key))
 
 
 def _folder_count(jobs_dir: Path) -> int:
