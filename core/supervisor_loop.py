@@ -85,6 +85,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
     # ---- setup -------------------------------------------------------------------------
     def run(self) -> int:
         os.chdir(self.jobdir)
+        self.listener = wire.listen("sock", 64)  # first: whoever sees output can connect
+        self.listener.setblocking(False)
         os.set_blocking(self.out_fd, False)
         self.sel.register(self.out_fd, selectors.EVENT_READ, "output")
         self._read_output()  # what the job printed while we set up goes to disk before the rest
@@ -94,8 +96,6 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, lambda *_: self._start_kill(3.0, "killed", None))
-        self.listener = wire.listen("sock", 64)
-        self.listener.setblocking(False)
         if self.in_fd != self.out_fd:
             os.set_blocking(self.in_fd, False)
         self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")

@@ -48,7 +48,9 @@ def test_the_sampler_keeps_a_history_of_the_selected_job_only(registry):
         data = sampler.sample()
         return data.trend if data.trend and len(data.trend.cpu) >= n else None
 
-    trend = wait_until(lambda: points(4), timeout=15, interval=0.06)
+    # a CPU figure needs stats.MIN_INTERVAL (0.25 s) between two readings; until then a point
+    # reads 0, and 4 points 50 ms apart can all come before it (failed 1 run in 6): wait for it
+    trend = wait_until(lambda: (t := points(4)) and max(t.cpu) > 0 and t, timeout=15, interval=0.06)
     assert trend.session_id == chatty and trend.running
     assert max(trend.rate) > 0 and max(trend.rss) > 0 and max(trend.cpu) > 0
     assert len(trend.cpu) == len(trend.rss) == len(trend.rate)
