@@ -258,7 +258,7 @@ def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
             return [int(x) for x in fh.read().split()]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return []
 
 

@@ -87,7 +87,7 @@ def _cold(registry, job) -> bool:
     proc = json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())
     try:
         assert (_ppid_sid(proc["supervisor_pid"])[0] == os.getpid()) == (proc["launch"] == "cold"), proc
-    except FileNotFoundError:  # it has finished already
+    except (FileNotFoundError, ProcessLookupError):  # it has finished already
         pass
     return proc["launch"] == "cold"
 

@@ -146,7 +146,7 @@ def _children(pid):
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as fh:
             return [int(p) for p in fh.read().split()]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return []
 
 
