@@ -8,9 +8,9 @@ FIELDS = ("awaiting_input", "quiet_seconds", "cpu_percent", "rss_bytes", "proces
 
 def test_poll_and_list_carry_the_figures(registry):
     sid = registry.spawn("sleep 30")["session_id"]
-    # right after spawn the job may still be inside execve (no memory mapped yet: RSS 0)
-    wait_until(lambda: registry.poll(sid)["rss_bytes"] > 100_000, timeout=10)
-    polled = registry.poll(sid)
+    # right after spawn the job may still be inside execve (no memory mapped yet: RSS 0), and
+    # bash then execs sleep (another execve): keep the poll that saw the memory
+    polled = wait_until(lambda: (p := registry.poll(sid))["rss_bytes"] > 100_000 and p, timeout=10)
     listed = next(j for j in registry.list() if j["session_id"] == sid)
     for entry in (polled, listed):
         assert all(name in entry for name in FIELDS), entry
