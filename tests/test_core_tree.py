@@ -34,7 +34,8 @@ def _ready(registry, sid):
     def both():
         rows = _rows(registry, sid)
         sleeper = [r for r in rows if r["command"] == "sleep 100"]
-        asking = [r for r in rows if r["awaiting_input"]]
+        # state and the read it waits in are two /proc reads: just woken, it may show R once
+        asking = [r for r in rows if r["awaiting_input"] and r["state"] == "S"]
         return (rows, sleeper[0], asking[0]) if sleeper and asking else None
 
     return wait_until(both, timeout=10)
