@@ -77,8 +77,6 @@ def _spawn_pipe_job(fds: tuple[int, int, int], cwd: str, exe: str, argv: list[st
     no chdir or umask: the supervisor takes the job's for the call (it has one thread). Every
     other fd of the supervisor is close-on-exec (Python's default; the template and the
     registry start it with none inherited). A failed exec is an error of this call."""
-    import signal
-
     here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     old_umask = os.umask(umask)
     try:
@@ -89,8 +87,7 @@ def _spawn_pipe_job(fds: tuple[int, int, int], cwd: str, exe: str, argv: list[st
         try:
             return os.posix_spawn(exe, argv, env, setsid=True,
                                    file_actions=[(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)],
-                                   setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM,
-                                              signal.SIGCHLD))
+                                   setsigdef=_job_default_signals())
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.ENOMEM):
                 raise  # no process could be made: "cannot fork"
@@ -133,11 +130,18 @@ def _start_pty(rows: int, cols: int, cwd: str, argv: list[str], umask: int,
     return job.pid, master
 
 
-def _default_signals() -> None:
-    """What the supervisor (and Python) ignore or catch, the job gets back at their defaults."""
+def _job_default_signals() -> tuple[int, ...]:
+    """What the supervisor (and Python) ignore or catch, which the job gets back at their defaults."""
     import signal
 
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+    return (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
+
+
+def _default_signals() -> None:
+    """In a forked child (a PTY job's preexec_fn): the signals of _job_default_signals to default."""
+    import signal
+
+    for sig in _job_default_signals():
         signal.signal(sig, signal.SIG_DFL)
 
 
