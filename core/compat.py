@@ -257,7 +257,7 @@ class HermesProcessRegistry:
 
     def is_completion_consumed(self, session_id: str) -> bool:
         """True when the agent already has the result in hand (read_log to the end, wait or kill)."""
-        return (self._resolve(session_id) or session_id) in self._completion_consumed
+        return (self._resolve(session_id) or str(session_id)) in self._completion_consumed
 
     def drain_notifications(self, session_key: str = "", owns_event: Callable[[dict[str, Any]], Any] | None = None, *,
                             skip_poll_observed: bool = True) -> list[tuple[dict[str, Any], str]]:
@@ -301,8 +301,12 @@ class HermesProcessRegistry:
         if unknown:
             raise TypeError(f"spawn_local() got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
         notify = bool(extra.pop("notify_on_complete", False))
+        try:
+            env = _child_overrides(env_vars)
+        except ValueError as exc:
+            raise RuntimeError(f"could not start {command!r}: {exc}") from None
         with self._lock:  # the id is known before its events can be drained
-            result = self._registry.spawn(command, cwd=cwd, env=_child_overrides(env_vars), pty=bool(use_pty),
+            result = self._registry.spawn(command, cwd=cwd, env=env, pty=bool(use_pty),
                                           task_id=task_id or "", session_key=session_key or "",
                                           notify_on_complete=notify, **extra)
             if not isinstance(result, dict) or result.get("status") != "running":
@@ -708,6 +712,8 @@ def _child_overrides(env_vars: dict[str, Any] | None) -> dict[str, Any] | None:
     ``_HERMES_FORCE_<NAME>`` sets ``<NAME>`` (the one way to pass such a variable on purpose)."""
     if not env_vars:
         return None
+    if not isinstance(env_vars, dict):
+        raise ValueError(f"env_vars must be a dict of variable names to values, not {type(env_vars).__name__}")
     env = {str(k): str(v) for k, v in env_vars.items() if not str(k).startswith(FORCE_PREFIX)
            and not is_secret_name(str(k))}
     for key, value in env_vars.items():

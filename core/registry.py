@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -79,11 +80,11 @@ def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
         try:
             return method(*args, **kwargs)
         except IdError as exc:
-            return {"status": exc.status, "error": str(exc)}
+            return {"status": exc.status, "error": text.one_line(str(exc))}
         except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor) as exc:
-            return {"status": "error", "error": str(exc)}
+            return {"status": "error", "error": text.one_line(str(exc))}
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
-            return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            return {"status": "error", "error": text.one_line(f"{type(exc).__name__}: {exc}")}
 
     return wrapper
 
@@ -266,6 +267,8 @@ class ProcessRegistry:
         _check_command(command)
         cwd = _checked_cwd(cwd)
         _check_env(env)
+        _check_labels(name=name, task_id=task_id, session_key=session_key)
+        _check_flags(pty=pty, notify_on_complete=notify)
         terminal_size(rows, cols)
         if watch is not None:
             _check_watch_patterns(watch)
@@ -409,7 +412,8 @@ class ProcessRegistry:
         self._reap_supervisors()
         inodes = job_inodes(self.jobs_dir)
         ids = list(inodes)
-        if only is not None and (isinstance(only, (str, bytes)) or not all(isinstance(i, str) for i in only)):
+        if only is not None and (isinstance(only, (str, bytes)) or not isinstance(only, Iterable)
+                                 or not all(isinstance(i, str) for i in only)):
             raise BadInput("only must be a collection of job ids")
         finished = self._finished_rows()
         rows, new = [], []
@@ -500,6 +504,7 @@ class ProcessRegistry:
     @_safe
     def inputs(self, session_id: str, limit: int = 20) -> builtins.list[dict[str, Any]]:
         """The last `limit` inputs typed into the job, oldest first: {t, source, preview, bytes}."""
+        limit = whole(limit, "limit", 0)
         path = self.job_dir(session_id) / "inputs.jsonl"
         try:
             with os.fdopen(open_nofollow(path, os.O_RDONLY), "rb") as fh:
@@ -509,7 +514,7 @@ class ProcessRegistry:
         except FileNotFoundError:
             return []
         entries = [e for e in (events.parse_line(line) for line in lines) if e]
-        return entries[-limit:]
+        return entries[-limit:] if limit else []
 
     # ---- waiting -----------------------------------------------------------------------
     @_safe
@@ -977,6 +982,20 @@ def _check_command(command: object) -> None:
         raise BadInput("command must be a non-empty string")
     if "\0" in command:
         raise BadInput("command must not contain NUL characters")
+
+
+def _check_labels(**labels: object) -> None:
+    """name, task_id, session_key: text (or None)."""
+    for what, value in labels.items():
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{what} must be a string, not {type(value).__name__}")
+
+
+def _check_flags(**flags: object) -> None:
+    """pty, notify_on_complete: true or false (1 and 0 too)."""
+    for what, value in flags.items():
+        if value not in (True, False) or not isinstance(value, (bool, int)):
+            raise BadInput(f"{what} must be true or false, not {str(value)[:40]!r}")
 
 
 def _checked_cwd(cwd: object) -> str:

@@ -7,6 +7,7 @@ a job: prune removes the link itself and never follows it.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import events
+from .bounds import BadNumber
 from .jobstate import CorruptJob, load
 from .paths import list_job_ids, list_job_links
 
@@ -22,19 +24,28 @@ DEFAULT_KEEP_COUNT = 200
 
 
 def _setting(value: object, env: str, default: float) -> float:
+    """A retention limit: the argument, else the environment setting, else `default`; a
+    finite number >= 0 (BadNumber otherwise, naming the argument)."""
     if value is None:
         try:
             value = float(os.environ.get(env, default))
         except ValueError:
             value = default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{env.lower().removeprefix('hermes_procs_')} must be a number >= 0")
-    return float(value)
+    name = env.lower().removeprefix("hermes_procs_")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadNumber(f"{name} must be a number >= 0, not {value!r}"[:120])
+    try:
+        number = float(value)
+    except OverflowError:  # an int too big for a float: keep everything
+        number = math.inf
+    if math.isnan(number) or number < 0:
+        raise BadNumber(f"{name} must be a number >= 0, not {value!r}"[:120])
+    return number
 
 
-def keep_count() -> int:
-    """How many finished jobs retention keeps at most (HERMES_PROCS_KEEP_COUNT, default 200)."""
-    return int(_setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
+def keep_count() -> float:
+    """How many finished jobs retention keeps at most (HERMES_PROCS_KEEP_COUNT, default 200; inf: all)."""
+    return _setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT)
 
 
 def _finished(jobs_dir: Path) -> list[tuple[float, str]]:
@@ -54,9 +65,9 @@ def _finished(jobs_dir: Path) -> list[tuple[float, str]]:
 def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
     """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
     days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
-    count = int(_setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT))
+    count = _setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT)
     finished = _finished(jobs_dir)
-    cutoff = time.time() - days * 86400
+    cutoff = time.time() - days * 86400  # -inf for an endless keep_days: nothing is too old
     over = [sid for i, (ended, sid) in enumerate(finished) if i >= count and ended >= cutoff]
     pending = events.undelivered_sessions(jobs_dir.parent) if over else set()
     doomed = [sid for i, (ended, sid) in enumerate(finished)

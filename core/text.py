@@ -212,3 +212,8 @@ def last_chars(data: bytes, n: int) -> str:
         if len(text) >= n or size >= cap:
             return text[-n:]
         size *= 2
+
+
+def one_line(message: str) -> str:
+    """An error message on one line: line breaks inside it (from a value it quotes) shown as \\n."""
+    return message.strip().replace("\r", "\\r").replace("\n", "\\n")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .paths import HomeError
 from .redact import redact_obj
+from .text import one_line
 
 if TYPE_CHECKING:
     from .registry import ProcessRegistry
@@ -329,9 +330,9 @@ def run_action(args: Any, registry: ProcessRegistry | None = None, task_id: str 
     try:
         result = _dispatch(args, registry, task_id)
     except (_ArgError, HomeError) as exc:  # bad arguments, or a state home that is unsafe to use
-        result = {"status": "error", "error": str(exc)}
+        result = {"status": "error", "error": one_line(str(exc))}
     except Exception as exc:  # noqa: BLE001 - the tool must never raise into the agent loop
-        result = {"status": "error", "error": f"internal error: {type(exc).__name__}: {exc}"}
+        result = {"status": "error", "error": one_line(f"internal error: {type(exc).__name__}: {exc}")}
     try:
         masked: dict[str, Any] = redact_obj(result)
         return masked

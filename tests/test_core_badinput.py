@@ -126,3 +126,18 @@ def test_a_job_being_spawned_is_never_listed_as_corrupt(registry):
     while not done.is_set():
         seen.update(row["status"] for row in registry.list())
     assert "corrupt" not in seen and len(registry.list()) == 15
+
+
+def test_retention_limits_are_checked_and_endless_ones_keep_everything(registry, monkeypatch):
+    done = registry.spawn("true")["session_id"]
+    registry.wait(done, timeout=10)
+    for bad in (-1, float("nan"), "7", [1], True):
+        result = registry.prune(keep_days=bad)
+        assert result["status"] == "error" and result["error"].startswith("keep_days must be a number >= 0"), result
+    assert registry.prune(keep_count=-2)["error"].startswith("keep_count must be a number >= 0")
+    assert registry.prune(keep_days=float("inf"), keep_count=10**400)["pruned"] == 0  # was OverflowError
+    monkeypatch.setenv("HERMES_PROCS_KEEP_COUNT", "inf")
+    second = registry.spawn("true")  # its spawn runs auto-prune with the endless setting
+    assert registry.wait(second["session_id"], timeout=10)["status"] == "exited"
+    supervisor_gone(registry, second["session_id"])  # prune takes jobs whose supervisor has left
+    assert registry.prune(keep_count=0)["pruned"] == 2
