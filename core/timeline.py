@@ -204,7 +204,7 @@ def parse_since(value: object, now: float | None = None) -> float:
     if isinstance(value, (int, float)):
         if not value >= 0 or value == float("inf"):
             raise ValueError(f"since must be a number of seconds >= 0, not {value!r}")
-        return now - float(value)
+        return 0.0 if value >= now else now - float(value)  # before 1970: all of it (no overflow)
     text = value.strip()
     try:
         return parse_since(float(text), now) if text and text[0] not in "+-" else _iso(text)
@@ -212,7 +212,7 @@ def parse_since(value: object, now: float | None = None) -> float:
         pass
     parts = re.findall(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)", text.lower())
     if parts and re.fullmatch(r"(?:\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)\s*)+", text.lower()):
-        return now - sum(float(n) * _UNITS[unit] for n, unit in parts)
+        return max(0.0, now - sum(float(n) * _UNITS[unit] for n, unit in parts))
     try:
         return _iso(text)
     except ValueError:

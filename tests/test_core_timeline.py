@@ -114,6 +114,14 @@ def test_parse_since_iso_times():
     assert timeline.parse_since("2026-11-26T06:30:00") == datetime(2026, 11, 26, 6, 30).timestamp()
 
 
+@pytest.mark.parametrize("value", [67768042405446364, 10**400, 1e299, "99999999999999d"])
+def test_since_before_1970_means_all_of_it(registry, value):
+    sid = registry.spawn("echo hi")["session_id"]
+    registry.wait(sid, timeout=10)
+    result = registry.read_log(sid, since=value)  # was OSError EOVERFLOW / OverflowError
+    assert result["output"] == "hi" and result["since"] == "1970-01-01T00:00:00Z", result
+
+
 @pytest.mark.parametrize("value", [-1, "-5m", "5 minutes", "yesterday", "", True, None, [1], float("nan"), "12:00"])
 def test_bad_since_is_one_clear_line(registry, value):
     sid = registry.spawn("echo hi")["session_id"]
