@@ -11,6 +11,7 @@ from pilot import notes, spawn, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.config import Config, load_config
+from hermes_procs.tui.exit_toasts import ExitToasts
 from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.notify import NotifySettings, alert, desktop_sequence
 
@@ -170,3 +171,44 @@ def test_sequences_drop_control_characters_and_wrap_for_tmux():
     assert desktop_sequence("osc777", "a;b", "x") == "\x1b]777;notify;a,b;x\x07"
     assert desktop_sequence("off", "t", "x") == ""
     assert desktop_sequence("osc9", "t", "x", in_tmux=True) == "\x1bPtmux;\x1b\x1b]9;t: x\x07\x1b\\"
+
+
+async def test_many_exits_at_once_are_one_summary_toast(registry):
+    """Ten jobs ending together: the first three toasted one by one, the rest summed up in one
+    toast naming the failures, and one alert for them (not one per job)."""
+    app = app_with(registry)
+    async with app.run_test(size=(120, 34)) as pilot:
+        written = await started(pilot, app)
+        app.main._exit_toasts = ExitToasts(window=1.5)  # a shorter window than the 5 s default
+        gate = f"{registry.home}/go"
+        sids = [spawn(registry, f"while [ ! -e {gate} ]; do sleep 0.02; done; exit {2 if i % 3 == 0 else 0}",
+                      name=f"job{i}") for i in range(10)]
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: all(s in table.rows_by_id for s in sids), what="all listed")
+        open(gate, "w").close()
+        await until(pilot, lambda: "more jobs ended" in notes(app), what="the summary toast")
+        one_by_one = [n for n in notes(app).splitlines() if n.startswith("Job ")]
+        assert 1 <= len(one_by_one) <= 3, notes(app)
+        summary = next(n for n in notes(app).splitlines() if "more jobs ended" in n)
+        held = 10 - len(one_by_one)
+        assert summary.startswith(f"{held} more jobs ended"), summary
+        failed_held = 4 - sum("exited 2" in n for n in one_by_one)
+        assert f"{held - failed_held} exit 0" in summary
+        if failed_held:
+            assert f"{failed_held} failed: job" in summary and "(exited 2)" in summary
+        assert bells(written) == (4 - failed_held) + (1 if failed_held else 0)  # failures alone ring
+
+
+def test_exit_toasts_hold_past_the_limit_and_open_a_new_window_after_a_flush():
+    now = [100.0]
+    toasts = ExitToasts(limit=2, window=5.0, clock=lambda: now[0])
+    rows = [object() for _ in range(5)]
+    assert [toasts.ended(r) for r in rows] == [True, True, False, False, False]
+    assert toasts.wait() == 5.0
+    now[0] += 5.0
+    assert toasts.flush() == rows[2:] and toasts.flush() == []
+    assert toasts.ended(rows[0]) is True  # the summary counted as the window's first toast
+    assert toasts.ended(rows[1]) is False
+    now[0] += 5.0
+    assert toasts.ended(rows[2]) is False  # something is held: it joins the next summary, in order
+    assert toasts.flush() == rows[1:3]

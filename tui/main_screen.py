@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Footer, Static
 from .bars import DetailTitle, TopBar, one_line
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
+from .exit_toasts import ExitToasts, summary
 from .find import FilterBar, FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
@@ -128,6 +129,7 @@ class MainScreen(Screen):
         self.terminal: TerminalPane | None = None
         self._statuses: dict[str, str] = {}
         self._ended_by_us: set[str] = set()  # jobs killed from here (k, r): no exit alert for them
+        self._exit_toasts = ExitToasts()  # the first few exits one by one, then one summary (exit_toasts.py)
         self._waiting: set[str] = set()  # jobs inside a waiting-for-input episode (alerted once)
         self._host_states: dict[str, str] = {}
         self._pending_select: str | None = None
@@ -214,7 +216,7 @@ class MainScreen(Screen):
             # a job seen running has ended, or a new job came and went between two samples
             if (not first and before in ("running", None) and not row.running
                     and row.session_id not in self._ended_by_us):
-                self._toast_exit(row)
+                self._ended(row)
             self._statuses[row.session_id] = row.status
             self._track_waiting(row, first)
         for event in data.events:
@@ -246,6 +248,23 @@ class MainScreen(Screen):
                             title=f"{names[h['host']]}: {state}", timeout=6, markup=False,
                             severity="warning" if state == "unreachable" else "information")
             self._host_states[h["host"]] = state
+
+    def _ended(self, row: JobRow) -> None:
+        """Toast a job that ended, or hold it for the summary toast when many end at once."""
+        if self._exit_toasts.ended(row):
+            self._toast_exit(row)
+        elif len(self._exit_toasts.held) == 1:
+            self.set_timer(self._exit_toasts.wait(), self._toast_held)
+
+    def _toast_held(self) -> None:
+        rows = self._exit_toasts.flush()
+        if not rows or not self.is_attached:
+            return
+        title, message, failed = summary(rows)
+        self.notify(message, title=title, severity="error" if failed else "information",
+                    timeout=8 if failed else 5, markup=False)
+        if failed:
+            self._alert("failure", f"{title}: {message}")
 
     def _toast_exit(self, row: JobRow) -> None:
         title = one_line(row.title)[:50]

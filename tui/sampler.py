@@ -5,7 +5,9 @@ lists the jobs with ``registry.list()`` (whose rows carry the CPU %, RSS, time s
 output and whether the job waits for input, measured by ``hermes_procs.core.stats``: the same
 figures an agent gets), and posts one :class:`Sampler.Snapshot` message to the app.  It then
 re-arms itself; when a sample is slow (hundreds of jobs) the interval grows so the sampler never
-takes more than ~10 % of a core.
+takes more than ~10 % of a core, ~25 % while jobs keep starting and ending (each poke still waits
+three times the last sample's time). A snapshot the app has not applied yet is replaced by the
+next one (its events carried over): an app that falls behind never queues a backlog of them.
 
 With many running jobs (PARTIAL_FROM) a tick re-reads only the rows on screen (``on_screen``,
 set by the app) and the selected job, and keeps the other rows of the last full list: every row
@@ -108,6 +110,14 @@ class Sampler(threading.Thread):
             super().__init__()
             self.data = data
 
+        def can_replace(self, message: Message) -> bool:
+            """A newer snapshot waiting behind this one supersedes it (an app that falls behind
+            applies the latest sample, not a backlog of them); its events are carried over."""
+            if not isinstance(message, Sampler.Snapshot):
+                return False
+            message.data.events[:0] = self.data.events
+            return True
+
     WATCH_GAP = 0.05  # at most one change-triggered sample per this many seconds
     PARTIAL_FROM = 100  # running jobs from which a tick re-reads only the rows on screen
     FULL_EVERY = 10.0  # seconds: every row is re-read at least this often
@@ -152,10 +162,12 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         self._watch_home()
-        delay = 0.0
+        delay = rest = 0.0
         while not self._stop.is_set():
-            if delay:
-                self._wake.wait(delay)
+            if rest:  # even a poke waits this long: a slow sample is not repeated back to back
+                self._stop.wait(rest)
+            if delay > rest:
+                self._wake.wait(delay - rest)
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -163,8 +175,8 @@ class Sampler(threading.Thread):
             if self._stop.is_set():
                 break
             self.target.post_message(self.Snapshot(data))
-            # re-arm: never spend more than ~10 % of a core sampling
-            delay = max(self.interval, data.elapsed * 10)
+            # re-arm: ticks take at most ~10 % of a core, pokes (jobs starting and ending) ~25 %
+            delay, rest = max(self.interval, data.elapsed * 10), data.elapsed * 3
 
     def _watch_home(self) -> None:
         """Sample as soon as a job appears, exits or goes (inotify, core/watch.py), not only at
