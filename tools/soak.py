@@ -6,25 +6,34 @@ Worker processes start jobs that print a known number of bytes and exit with a k
 (pipes and PTYs, some long enough to be killed), wait for them, attach to them, kill some. A
 fault injector meanwhile SIGKILLs a running job's supervisor now and then (that job is then
 expected to be `lost`) and SIGSTOPs/SIGCONTs others (they must lose nothing). A long-lived
-observer process keeps a registry open the whole time (list, poll, read_log, drain_events) and
-its open fds and RSS are sampled once it is warm (10 s in) and at the end.
+observer process keeps a registry open the whole time (list, poll, read_log, drain_events), and
+so do the real long-lived clients: the MCP server (`hermes-procs mcp`, sent process_list /
+process_poll / process_log calls over stdio) and the dashboard (`hermes-procs`, in a PTY, sent
+arrow keys, `o` and `f`). Their open fds and RSS are sampled once warm (10 s in) and at the end.
 
 At the end every job is checked against what its worker expected, and the report says: jobs
 lost (no exit record, not a supervisor the injector killed), exit codes lost (wrong or missing
-exit code), bytes lost (fewer bytes in the log than printed), API errors, and the observer's fd
-and RSS growth. It exits 1 when anything was lost. Not part of `make test`: it runs minutes.
+exit code), bytes lost (fewer bytes in the log than printed), API errors, MCP calls that failed
+or got no answer within 10 s, and the fd and RSS growth of the observer, the MCP server and the
+dashboard. It exits 1 when anything was lost, an MCP call went unanswered or a long-lived client
+died. Not part of `make test`: it runs minutes.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import random
+import select
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 from pathlib import Path
 
@@ -97,6 +106,124 @@ def observer(home: str, deadline: float) -> None:
             reg.read_log(sid, limit=50)
         reg.drain_events("soak-observer", all_types=True)
         time.sleep(0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the real long-lived clients: the MCP server over stdio, the dashboard in a PTY
+# ---------------------------------------------------------------------------------------------
+class McpClient:
+    """`hermes-procs mcp` on pipes, driven by a thread: list, then poll and log a random job,
+    every 0.2 s until `stop` is set. Counts calls, error results and calls with no answer."""
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "hermes_procs", "--home", str(home), "mcp"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env)
+        self.calls, self.unanswered, self.failures = 0, 0, []
+        self.stop = threading.Event()
+        self._id = 0
+        self._buf = b""
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _request(self, method: str, params: dict | None = None, notify: bool = False) -> dict | None:
+        message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
+        if not notify:
+            self._id += 1
+            message["id"] = self._id
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        if notify:
+            return None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            while b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                reply = json.loads(line)
+                if reply.get("id") == self._id:
+                    return reply
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                self._buf += chunk
+        self.unanswered += 1
+        return None
+
+    def _call(self, tool: str, arguments: dict) -> dict:
+        self.calls += 1
+        reply = self._request("tools/call", {"name": tool, "arguments": arguments}) or {}
+        if "error" in reply:
+            self.failures.append(f"{tool}: {str(reply['error'])[:100]}")
+        return reply.get("result", {}).get("structuredContent") or {}
+
+    def _run(self) -> None:
+        rng = random.Random(11)
+        try:
+            self._request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "soak", "version": "0"}})
+            self._request("notifications/initialized", notify=True)
+            while not self.stop.wait(0.2):
+                rows = self._call("process_list", {}).get("processes") or []
+                if rows:
+                    sid = rng.choice(rows)["session_id"]
+                    self._call("process_poll", {"session_id": sid})
+                    self._call("process_log", {"session_id": sid, "limit": 50})
+        except (OSError, ValueError) as exc:
+            self.failures.append(f"client: {exc}")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(15)
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+class Dashboard:
+    """`hermes-procs` in a 40x140 PTY; a thread drains its screen output and presses harmless keys
+    (arrows, `o` sort, `f` filter) every 0.5 s."""
+
+    KEYS = (b"\x1b[B", b"\x1b[B", b"\x1b[A", b"o", b"f")
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+        self.proc = subprocess.Popen([sys.executable, "-m", "hermes_procs", "--home", str(home)],
+                                     stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                     env={**env, "TERM": "xterm-256color"})
+        os.close(slave)
+        self.stop = threading.Event()
+        self.shown = 0  # bytes of screen output so far
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        rng = random.Random(13)
+        next_key = time.monotonic() + 5  # let it start
+        while not self.stop.is_set():
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            try:
+                if ready:
+                    chunk = os.read(self.master, 65536)
+                    if not chunk:
+                        return
+                    self.shown += len(chunk)
+                if time.monotonic() >= next_key:
+                    os.write(self.master, rng.choice(self.KEYS))
+                    next_key = time.monotonic() + 0.5
+            except OSError:
+                return  # the dashboard is gone (the report says so)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        try:
+            os.write(self.master, b"q")
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.master)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,25 +351,41 @@ def main() -> int:
     journals = [scratch / f"worker{i}.jsonl" for i in range(args.workers)]
     workers = [subprocess.Popen([*me, "--worker", str(j), str(deadline), str(seed + i)], env=env)
                for i, j in enumerate(journals)]
-    time.sleep(min(10.0, args.minutes * 6))  # the observer's baseline: warm (imports done, jobs listed)
-    fds0, rss0 = _fds(obs.pid), _rss_kb(obs.pid)
+    mcp, dashboard = McpClient(home, env), Dashboard(home, env)
+    mcp.thread.start()
+    dashboard.thread.start()
+    clients = {"observer": obs, "mcp_server": mcp.proc, "dashboard": dashboard.proc}
+    time.sleep(min(10.0, args.minutes * 6))  # the baselines: warm (imports done, jobs listed) ...
+    warm = time.monotonic() + 30
+    while (mcp.calls < 3 or dashboard.shown < 4096) and time.monotonic() < warm:
+        time.sleep(0.2)  # ... and answering: three MCP calls made, the dashboard drawn
+    start = {name: (_fds(p.pid), _rss_kb(p.pid)) for name, p in clients.items()}
     faults = inject_faults(home, deadline, rng)
     for proc in workers:
         proc.wait()
-    fds1, rss1 = _fds(obs.pid), _rss_kb(obs.pid)
+    end = {name: (_fds(p.pid), _rss_kb(p.pid)) for name, p in clients.items()}
+    died = [name for name, p in clients.items() if p.poll() is not None and name != "observer"]
+    mcp.close()
+    dashboard.close()
     obs.wait()
     report = check(home, journals, faults)
-    report.update(seed=seed, minutes=args.minutes, workers=args.workers, home=str(home),
-                  observer={"fds_start": fds0, "fds_end": fds1, "fd_growth": fds1 - fds0,
-                            "rss_kb_start": rss0, "rss_kb_end": rss1, "rss_kb_growth": rss1 - rss0})
+    report.update(seed=seed, minutes=args.minutes, workers=args.workers, home=str(home), clients_died=died,
+                  mcp={"calls": mcp.calls, "unanswered": mcp.unanswered, "failures": mcp.failures[:10]},
+                  long_lived={name: {"fds_start": start[name][0], "fds_end": end[name][0],
+                                     "fd_growth": end[name][0] - start[name][0], "rss_kb_start": start[name][1],
+                                     "rss_kb_end": end[name][1], "rss_kb_growth": end[name][1] - start[name][1]}
+                              for name in clients})
     print(json.dumps(report, indent=1))
+    growth = "; ".join(f"{name} fds {start[name][0]}->{end[name][0]}, RSS {start[name][1]}->{end[name][1]} KiB"
+                       for name in clients)
     print(f"soak: {report['jobs']} jobs in {args.minutes:g} min ({args.workers} workers, seed {seed}); "
           f"{report['supervisors_kill9']} supervisors SIGKILLed, {report['stop_cont']} SIGSTOP/SIGCONT; "
           f"lost: {len(report['jobs_lost'])} jobs, {len(report['exit_codes_lost'])} exit codes, "
-          f"{report['bytes_lost']} bytes; observer fds {fds0}->{fds1}, RSS {rss0}->{rss1} KiB; "
-          f"API errors: {sum(report['api_errors'].values())}")
+          f"{report['bytes_lost']} bytes; API errors: {sum(report['api_errors'].values())}; "
+          f"MCP calls {mcp.calls} ({mcp.unanswered} unanswered, {len(mcp.failures)} failed); {growth}"
+          + (f"; DIED: {', '.join(died)}" if died else ""))
     lost = report["jobs_lost"] or report["exit_codes_lost"] or report["bytes_lost"]
-    return 1 if lost else 0
+    return 1 if lost or mcp.unanswered or mcp.failures or died else 0
 
 
 if __name__ == "__main__":
