@@ -38,6 +38,8 @@ soak: $(STAMP)
 
 screenshots: $(STAMP)
 	$(BIN)/python -m hermes_procs.tui.screenshots
+	sh tools/system-deps.sh
+	HERMES_PROCS_SCREENSHOT_DIR=screenshots $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_web_browser.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
