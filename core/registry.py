@@ -80,11 +80,12 @@ def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
         try:
             return method(*args, **kwargs)
         except IdError as exc:
-            return {"status": exc.status, "error": text.one_line(str(exc))}
+            status, error = exc.status, str(exc)
         except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor) as exc:
-            return {"status": "error", "error": text.one_line(str(exc))}
+            status, error = "error", str(exc)
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
-            return {"status": "error", "error": text.one_line(f"{type(exc).__name__}: {exc}")}
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        return {"status": status, "error": text.one_line(error)}
 
     return wrapper
 
@@ -276,8 +277,8 @@ class ProcessRegistry:
             max_runtime = seconds(max_runtime, "max_runtime")
         shell = _job_shell(command)
         return {"session_id": new_session_id(), "command": command, "cwd": cwd, "pty": bool(pty),
-                "name": str(name) if name else "", "task_id": str(task_id or ""),
-                "session_key": str(session_key or ""), "notify_on_complete": bool(notify),
+                "name": name or "", "task_id": task_id or "",
+                "session_key": session_key or "", "notify_on_complete": bool(notify),
                 "watch_patterns": list(watch or []), "rows": rows, "cols": cols,
                 "max_runtime": max_runtime, "created_at": time.time(), "shell": shell,
                 "log_cap": int(_env_float("HERMES_PROCS_LOG_CAP", 64 << 20, 1 << 50)),
@@ -994,7 +995,7 @@ def _check_labels(**labels: object) -> None:
 def _check_flags(**flags: object) -> None:
     """pty, notify_on_complete: true or false (1 and 0 too)."""
     for what, value in flags.items():
-        if value not in (True, False) or not isinstance(value, (bool, int)):
+        if not (isinstance(value, int) and value in (0, 1)):  # bool is an int
             raise BadInput(f"{what} must be true or false, not {str(value)[:40]!r}")
 
 

@@ -31,16 +31,9 @@ def _setting(value: object, env: str, default: float) -> float:
             value = float(os.environ.get(env, default))
         except ValueError:
             value = default
-    name = env.lower().removeprefix("hermes_procs_")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadNumber(f"{name} must be a number >= 0, not {value!r}"[:120])
-    try:
-        number = float(value)
-    except OverflowError:  # an int too big for a float: keep everything
-        number = math.inf
-    if math.isnan(number) or number < 0:
-        raise BadNumber(f"{name} must be a number >= 0, not {value!r}"[:120])
-    return number
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN too
+        raise BadNumber(f"{env.lower().removeprefix('hermes_procs_')} must be a number >= 0, not {value!r}"[:120])
+    return math.inf if value > 1e308 else float(value)  # an int too big for a float: keep everything
 
 
 def keep_count() -> float:
