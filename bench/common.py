@@ -109,7 +109,7 @@ def warm_template(reg) -> None:
 
     job = reg.spawn("true")
     reg.wait(job["session_id"], timeout=30)
-    if not wait_until(lambda: (reg.home / template.SOCK).exists(), timeout=30, step=0.01):
+    if not wait_until(lambda: (reg.home / template.sock_name()).exists(), timeout=30, step=0.01):
         raise RuntimeError("the supervisor template did not start")
 
 

@@ -12,7 +12,10 @@ import shutil
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -60,7 +63,7 @@ def _warm(registry, home) -> int:
     """Spawn once (cold: it starts the template) and return the template's pid once it serves."""
     job = registry.spawn("true")
     assert job["status"] == "running", job
-    wait_until(lambda: (home / template.SOCK).exists() and _templates(home), timeout=15)
+    wait_until(lambda: (home / template.sock_name()).exists() and _templates(home), timeout=15)
     return _templates(home)[0]
 
 
@@ -102,7 +105,7 @@ def test_spawn_goes_through_the_template_and_detaches(registry, home):
     assert registry.submit(job["session_id"], "hi")["status"] == "ok"
     done = registry.wait(job["session_id"], timeout=30)
     assert done["exit_code"] == 0 and "got hi" in done["output"]
-    assert (home / template.SOCK).stat().st_mode & 0o777 == 0o600
+    assert (home / template.sock_name()).stat().st_mode & 0o777 == 0o600
 
 
 def test_killed_template_leaves_jobs_running_and_spawns_working(registry, home):
@@ -111,7 +114,7 @@ def test_killed_template_leaves_jobs_running_and_spawns_working(registry, home):
     assert not _cold(registry, job)
     os.kill(tpl, signal.SIGKILL)
     wait_until(lambda: not pid_alive(tpl))
-    assert (home / template.SOCK).exists()  # stale now: nobody holds the lock
+    assert (home / template.sock_name()).exists()  # stale now: nobody holds the lock
     later = registry.spawn("echo later")
     assert later["status"] == "running" and _cold(registry, later)
     assert registry.wait(later["session_id"], timeout=30)["output"].strip() == "later"
@@ -119,16 +122,16 @@ def test_killed_template_leaves_jobs_running_and_spawns_working(registry, home):
     registry.submit(job["session_id"], "still")
     assert "got still" in registry.wait(job["session_id"], timeout=30)["output"]
     wait_until(lambda: _templates(home) and _templates(home) != [tpl], timeout=15)  # a new one took over
-    wait_until(lambda: (home / template.SOCK).exists())
+    wait_until(lambda: (home / template.sock_name()).exists())
     assert not _cold(registry, registry.spawn("true"))
 
 
 def test_stale_socket_file_is_replaced(registry, home):
     home.mkdir(exist_ok=True)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    stale.bind(str(home / template.SOCK))
+    stale.bind(str(home / template.sock_name()))
     stale.close()  # a socket file nobody listens on
-    os.chmod(home / template.SOCK, 0o600)
+    os.chmod(home / template.sock_name(), 0o600)
     job = registry.spawn("echo one")
     assert job["status"] == "running" and _cold(registry, job)
     tpl = wait_until(lambda: _templates(home), timeout=15)[0]
@@ -141,7 +144,7 @@ def test_foreign_or_open_socket_is_never_used(registry, home, damage):
     if damage == "owner" and os.getuid() != 0:
         pytest.skip("changing a file's owner needs root")
     _warm(registry, home)
-    path = home / template.SOCK
+    path = home / template.sock_name()
     if damage == "mode":
         os.chmod(path, 0o666)
     elif damage == "owner":
@@ -162,10 +165,10 @@ def test_template_refuses_another_user(tmp_path):
         registry = ProcessRegistry(home=home)
         tpl = _warm(registry, home)
         os.chmod(home, 0o755)
-        os.chmod(home / template.SOCK, 0o666)
+        os.chmod(home / template.sock_name(), 0o666)
         marker = tmp_path / "jobdir"
         marker.mkdir(mode=0o777)
-        assert os.waitstatus_to_exitcode(_ask_as_nobody(home / template.SOCK, marker)) == 0
+        assert os.waitstatus_to_exitcode(_ask_as_nobody(home / template.sock_name(), marker)) == 0
         assert not (marker / "supervisor.log").exists() and not (marker / "proc.json").exists()
         assert pid_alive(tpl)
     finally:
@@ -186,7 +189,7 @@ def _ask_as_nobody(path: Path, jobdir: Path) -> int:
             sock.connect(str(path))
             r, w = os.pipe()
             body = json.dumps({"args": [str(jobdir), "0", "30", "120", "/", "--", "/bin/true"], "env": {},
-                               "umask": 0o22}).encode()
+                               "umask": 0o22, "limits": template.caller_limits()}).encode()
             try:
                 sock.sendmsg([struct.pack("!I", len(body)), body],
                              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])
@@ -221,7 +224,7 @@ def test_concurrent_first_spawns_start_one_template(home):
     for p in procs:
         p.join(60)
     assert statuses == ["running"] * 4
-    wait_until(lambda: (home / template.SOCK).exists(), timeout=15)
+    wait_until(lambda: (home / template.sock_name()).exists(), timeout=15)
     assert len(_templates(home)) == 1
     reg = ProcessRegistry(home=home)
     rows = reg.list()
@@ -297,14 +300,84 @@ def test_a_stopped_or_killed_spare_is_bypassed(registry, home, how):
             os.kill(spare, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("stopped", ["template", "template and spare"])
+def test_a_stopped_template_is_bypassed_at_once_and_replaced(registry, home, stopped):
+    # Each spawn used to wait 30 s for a template that could not answer (issue 19 item 7).
+    tpl = _warm(registry, home)
+    wait_until(lambda: len(_spares(home)) == 1, timeout=15)
+    frozen = [tpl, *(_spares(home) if stopped == "template and spare" else [])]
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(3):
+            t0 = time.monotonic()
+            job = registry.spawn("echo ok")
+            took = time.monotonic() - t0
+            assert job["status"] == "running" and took < 5, (job, took)
+            assert registry.wait(job["session_id"], timeout=30)["output"].strip() == "ok"
+        # a new template took over from the stopped one: spawns are warm again
+        wait_until(lambda: not _cold(registry, registry.spawn("true")), timeout=15)
+        assert [pid for pid in _templates(home) if pid != tpl]
+    finally:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+PROBE = ("import os, resource as r; "
+         "print(os.getpriority(0, 0), *r.getrlimit(r.RLIMIT_NOFILE), *r.getrlimit(r.RLIMIT_CORE))")
+# A client process with its own nice value and limits (when given); it spawns PROBE and prints
+# the job's answer and how its supervisor was started.
+CALLER = f"""
+import json, os, resource, sys
+if len(sys.argv) > 2:
+    os.nice(7)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (200, 300))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+from hermes_procs.core import ProcessRegistry
+reg = ProcessRegistry(home=sys.argv[1])
+job = reg.spawn(sys.executable + " -c '{PROBE}'")
+out = reg.wait(job["session_id"], timeout=30)["output"]
+print(out.strip(), json.loads((reg.job_dir(job["session_id"]) / "proc.json").read_text())["launch"])
+"""
+
+
+def _call(home, limited: bool) -> list[str]:
+    argv = [sys.executable, "-c", CALLER, str(home), *(["limited"] if limited else [])]
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout.split()
+
+
+def _privileged() -> bool:
+    """Whether this process may raise a hard limit and lower its nice value (root without
+    CAP_SYS_RESOURCE, as in some containers, may not)."""
+    probe = ("import os, resource as r; r.setrlimit(r.RLIMIT_NOFILE, (200, 300)); os.nice(7); "
+             "r.setrlimit(r.RLIMIT_NOFILE, (200, 400)); os.setpriority(os.PRIO_PROCESS, 0, 0)")
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("template_of", ["a limited process", "an ordinary process"])
+def test_a_job_gets_its_callers_limits_and_nice_not_the_templates(home, template_of):
+    # A job forked by the template used to get the nice value and resource limits of whoever
+    # started the template, not its caller's (issue 19 item 12).
+    _call(home, limited=template_of == "a limited process")  # cold: it starts the template
+    wait_until(lambda: (home / template.sock_name()).exists() and _templates(home), timeout=15)
+    limited = template_of == "an ordinary process"  # the caller differs from the template's starter
+    *values, launch = _call(home, limited)
+    expected = ["7", "200", "300", "0", "0"] if limited else \
+        subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True).stdout.split()
+    assert values == expected
+    # lowering is always allowed (warm); raising needs privileges, or the spawn goes cold
+    assert launch == ("template" if limited or _privileged() else "cold")
+
+
 def test_template_exits_when_idle_or_its_socket_is_removed(registry, home, monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "2")
     tpl = _warm(registry, home)
     wait_until(lambda: not pid_alive(tpl), timeout=20)
-    assert not (home / template.SOCK).exists()
+    assert not (home / template.sock_name()).exists()
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "300")
     tpl = _warm(registry, home)
-    (home / template.SOCK).unlink()
+    (home / template.sock_name()).unlink()
     wait_until(lambda: not pid_alive(tpl), timeout=20)
 
 
@@ -313,4 +386,4 @@ def test_template_can_be_turned_off(registry, home, monkeypatch):
     for _ in range(2):
         job = registry.spawn("true")
         assert _cold(registry, job)
-    assert not (home / template.SOCK).exists() and _templates(home) == []
+    assert not (home / template.sock_name()).exists() and _templates(home) == []
