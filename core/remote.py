@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import select
 import shlex
 import socket
@@ -140,20 +141,26 @@ def _control_master() -> list[str]:
 
 def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:
     """`ssh://[user@]host[:port]`, `docker://C`, `k8s://[NS/]POD[/CONTAINER]`, or an alias
-    from the config file's [hosts] table. Raises ValueError with a clear sentence."""
+    from the config file's [hosts] table. Raises ValueError with a clear sentence.
+
+    Every part is checked after percent-decoding, as it reaches ssh, docker or kubectl: no
+    control characters anywhere (C0, DEL, C1), names of letters, digits and a few marks, and
+    nothing that starts with `-` (an option)."""
     url = _host_url(url, aliases)
+    if _CONTROL.search(url):  # urlsplit would drop \t \r \n without a word
+        raise ValueError(f"host URL contains control characters: {url!r}")
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
         raise ValueError(f"unsupported host scheme {parts.scheme!r} in {url!r}; use one of {', '.join(SCHEMES)}")
     query = parse_qs(parts.query)
     home = query.get("home", [None])[0]
     python = query.get("python", ["python3"])[0]
-    if any(ord(c) < 32 for c in parts.netloc + parts.path + (home or "") + python):
+    if any(_CONTROL.search(value) for value in (home or "", python)):
         raise ValueError(f"host URL contains control characters: {url!r}")
     if parts.scheme == "ssh":
         return Host(url, "ssh", *_ssh_target(url, parts), home, python)
-    words = [unquote(w) for w in (parts.netloc + parts.path).split("/") if w]
-    if not words or any(w.startswith("-") for w in words):
+    words = [_decoded(w, _NAME, "name", url) for w in (parts.netloc + parts.path).split("/") if w]
+    if not words:
         raise ValueError(f"expected {parts.scheme}://NAME, not {url!r}")
     if parts.scheme == "docker":
         if len(words) != 1:
@@ -161,6 +168,24 @@ def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:
         return Host(url, "docker", words[0], None, home, python)
     namespace, pod, container = _k8s_words(url, words)
     return Host(url, "k8s", pod, None, home, python, (namespace, pod, container))
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_USER = re.compile(r"[\w.@+-]+")  # letters (any script), digits, . _ @ + -
+_HOSTNAME = re.compile(r"[\w.:%-]+")  # names, IPv4, IPv6 (with a zone id)
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # containers, pods, namespaces
+
+
+def _decoded(raw: str, allowed: re.Pattern[str], what: str, url: str) -> str:
+    """A part of a host URL, percent-decoded; ValueError unless it is all `allowed` characters
+    and does not start with "-" (ssh, docker and kubectl would take it for an option)."""
+    try:
+        value = unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError(f"bad {what} in host URL {url!r}: not UTF-8 once decoded") from None
+    if not allowed.fullmatch(value) or value.startswith("-"):
+        raise ValueError(f"bad {what} {value!r} in host URL {url!r}")
+    return value
 
 
 def _host_url(url: object, aliases: dict[str, str] | None) -> str:
@@ -185,10 +210,9 @@ def _ssh_target(url: str, parts: SplitResult) -> tuple[str, int | None]:
         port = parts.port
     except ValueError:
         raise ValueError(f"bad port in {url!r}") from None
-    target = (f"{unquote(parts.username)}@" if parts.username else "") + parts.hostname
-    if target.startswith("-"):
-        raise ValueError(f"bad host name in {url!r}")
-    return target, port
+    host = _decoded(parts.hostname, _HOSTNAME, "host name", url)
+    user = _decoded(parts.username, _USER, "user name", url) if parts.username else None
+    return (f"{user}@{host}" if user else host), port
 
 
 def _k8s_words(url: str, words: list[str]) -> tuple[str, str, str]:

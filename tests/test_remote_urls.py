@@ -1,0 +1,74 @@
+"""Host URLs are checked after percent-decoding (issue 19 item 11): what reaches ssh, docker or
+kubectl is what was checked, and a bad URL is one clear line, from the API and the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hermes_procs.core.remote import parse_host
+
+CLI = [sys.executable, "-m", "hermes_procs"]
+
+BAD = [
+    "ssh://user%0aname@box",  # a newline in the user name: a second line in ssh's %r expansions
+    "ssh://user%0dname@box",
+    "ssh://user%00name@box",  # was "internal error: ValueError: embedded null byte"
+    "ssh://user%7fname@box",
+    "ssh://user%c2%85name@box",  # C1 NEL, UTF-8 encoded
+    "ssh://us%20er@box",
+    "ssh://us%27er@box",  # a quote
+    "ssh://%2Doption@box",
+    "ssh://bo%0ax",
+    "ssh://bo%00x",
+    "ssh://%2Dbox",
+    "ssh://us\ner@box",  # raw: urlsplit drops \t \r \n silently, the URL must not pass as another
+    "ssh://bo\tx",
+    "docker://a%0ab",
+    "docker://a%00b",
+    "docker://%2Dname",
+    "k8s://ns/p%00od",
+    "k8s://n%0as/pod/ctr",
+    "k8s://ns/pod/c%0dtr",
+    "ssh://box?home=%00",
+    "ssh://box?home=/a%0ab",
+    "ssh://box?python=python3%c2%9b",
+    "ssh://user%ff@box",  # not UTF-8
+]
+
+
+@pytest.mark.parametrize("url", BAD)
+def test_decoded_control_characters_and_options_are_refused(url):
+    with pytest.raises(ValueError) as caught:
+        parse_host(url, {})
+    message = str(caught.value)
+    assert "\n" not in message and "\r" not in message and "\0" not in message
+    assert "\x85" not in message and "\x7f" not in message and "\x9b" not in message
+
+
+@pytest.mark.parametrize("url", ["ssh://user%0aname@box", "ssh://user%00name@box", "docker://a%00b",
+                                 "k8s://ns/p%00od"])
+def test_cli_says_one_line_and_runs_nothing(url, tmp_path):
+    bindir = tmp_path / "bin"  # stand-ins that would record being run
+    bindir.mkdir()
+    for tool in ("ssh", "docker", "kubectl"):
+        (bindir / tool).write_text(f"#!/bin/sh\necho ran > {tmp_path}/{tool}.ran\n")
+        os.chmod(bindir / tool, 0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
+           "HERMES_PROCS_CONFIG": str(tmp_path / "none.toml")}
+    res = subprocess.run([*CLI, "--host", url, "ls"], capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1, res.stderr
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr
+    assert list(tmp_path.glob("*.ran")) == []
+
+
+def test_decoded_names_reach_the_transport_decoded():
+    host = parse_host("ssh://first%2Elast@my%2Dbox:2222?home=/srv/h%20ome")
+    assert (host.target, host.port, host.home) == ("first.last@my-box", 2222, "/srv/h ome")
+    assert parse_host("ssh://dev%40corp@box").target == "dev@corp@box"  # a domain user
+    assert parse_host("docker://web%2D1").target == "web-1"
+    assert parse_host("k8s://team/api%2D0/main").extra == ("team", "api-0", "main")
+    assert parse_host("ssh://[::1]:22").target == "::1"
