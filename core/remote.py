@@ -46,9 +46,88 @@ SCHEMES = ("ssh", "docker", "k8s")
 # newer than 3.9) the remote may not have.
 NOT_SHIPPED = frozenset({"mcp_server.py", "remote.py", "config.py"})
 
+# Run as `python3 -I -c BOOT DIGEST HOME` on the host: isolated, so nothing of the working
+# directory (the remote user's home) or of PYTHON* variables is imported. Python 3.9 and up.
 BOOT = r"""
-import io, json, os, shutil, sys, tempfile, zipfile
+import hashlib, io, json, os, shutil, stat, sys, tempfile, zipfile
 V, h, home = %d, sys.argv[1], sys.argv[2]
+
+
+def say(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def parent_ok(path):
+    # the folder holding ours: only we (or root) may rename what is in it
+    st = os.stat(path)
+    if st.st_uid not in (0, os.geteuid()) or (st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX):
+        raise OSError(path + " may be written by other users: set XDG_CACHE_HOME to a folder of yours")
+
+
+def own(path):
+    # our folder (made if missing), closed to writes by others
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(path + " belongs to another user (or is not a folder): remove it")
+    if st.st_mode & 0o022:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & 0o755)
+
+
+def digest(d):
+    # as the sending side computes it over the files it sends
+    names = []
+    for top, dirs, files in os.walk(d):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        names += [os.path.relpath(os.path.join(top, f), d) for f in files]
+    out = hashlib.sha256()
+    for name in sorted(names):
+        with open(os.path.join(d, name), "rb") as fh:
+            data = fh.read()
+        out.update(b"%%s\0%%d\0" %% (name.encode(), len(data)) + data)
+    return out.hexdigest()[:20]
+
+
+def usable(d, base):
+    # the cached code: ours, closed to everyone else, exactly what was sent; else moved away
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError:
+        return False
+    try:
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077 and digest(d) == h:
+            return True
+    except OSError:
+        pass
+    aside = os.path.join(base, ".old-" + os.urandom(6).hex())  # a folder of another user can be
+    try:  # renamed within its parent only (its ".." stays), and may stay there if it cannot be removed
+        os.rename(d, aside)
+    except OSError:
+        pass
+    shutil.rmtree(aside, ignore_errors=True)
+    return False
+
+
+def unpack(base, d):
+    say({"need_code": h})
+    n = int(sys.stdin.buffer.readline())
+    data = sys.stdin.buffer.read(n)
+    mask = os.umask(0o077)
+    try:
+        tmp = tempfile.mkdtemp(dir=base)
+        zipfile.ZipFile(io.BytesIO(data)).extractall(tmp)
+    finally:
+        os.umask(mask)
+    try:
+        os.rename(tmp, d)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 how = None
 try:
     from hermes_procs.core import stdio_server as s
@@ -57,22 +136,23 @@ try:
 except Exception:
     pass
 if how is None:
-    base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hermes-procs", "code")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    base = os.path.join(cache, "hermes-procs", "code")
     d = os.path.join(base, h)
     how = "cached"
-    if not os.path.isdir(d):
-        how = "sent"
-        sys.stdout.write(json.dumps({"need_code": h}) + "\n")
-        sys.stdout.flush()
-        n = int(sys.stdin.buffer.readline())
-        data = sys.stdin.buffer.read(n)
-        os.makedirs(base, mode=0o700, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=base)
-        zipfile.ZipFile(io.BytesIO(data)).extractall(tmp)
-        try:
-            os.rename(tmp, d)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        os.makedirs(cache, 0o700, exist_ok=True)
+        parent_ok(cache)
+        own(os.path.dirname(base))
+        own(base)
+        if not usable(d, base):
+            how = "sent"
+            unpack(base, d)
+            if not usable(d, base):
+                raise OSError("the code sent could not be stored in " + base)
+    except OSError as exc:
+        say({"hello": "hermes-procs", "v": V, "error": "cannot use the code cache: " + str(exc)})
+        sys.exit(1)
     sys.path.insert(0, d)
     for m in [m for m in sys.modules if m == "hermes_procs" or m.startswith("hermes_procs.")]:
         del sys.modules[m]
@@ -127,12 +207,15 @@ class Host:
 def _control_master() -> list[str]:
     """Options sharing one SSH connection per host between processes (each CLI call would
     otherwise pay a full SSH handshake): a master kept 60 s after its last use, its socket in
-    a private folder. HERMES_PROCS_SSH_ARGS="-o ControlMaster=no" turns it off."""
+    a private folder. HERMES_PROCS_SSH_ARGS="-o ControlMaster=no" turns it off. Without a
+    private folder (another user's, or one others may enter), no sharing: ssh would talk to any
+    socket planted there as if it were its master."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(base, "hermes-procs", "ssh")
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        if os.stat(folder).st_uid != os.geteuid() or len(folder) > 60:
+        st = os.stat(folder)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077 or len(folder) > 60:
             return []
     except OSError:
         return []
@@ -232,25 +315,26 @@ _CODE: tuple[str, bytes] | None = None
 
 
 def shipped_code() -> tuple[str, bytes]:
-    """(hash, zip) of the stdlib core, and ptyprocess for PTY jobs, as sent to hosts that do not
-    have it installed."""
+    """(digest, zip) of the stdlib core, and ptyprocess for PTY jobs, as sent to hosts that do
+    not have it installed. The digest covers each file's name and bytes (see BOOT's `digest`),
+    so the host can check a cached copy against it."""
     global _CODE
     if _CODE is None:
         core = Path(__file__).parent
+        files = {f"hermes_procs/core/{path.name}": path.read_bytes()
+                 for path in core.glob("*.py") if path.name not in NOT_SHIPPED}
+        pty_dir = template.pty_path()
+        files.update({f"ptyprocess/{path.name}": path.read_bytes()
+                      for path in (Path(pty_dir, "ptyprocess").glob("*.py") if pty_dir else ())})
+        files["hermes_procs/__init__.py"] = (f'"""hermes-procs, as sent to a remote host."""\n'
+                                             f'__version__ = {_version()!r}\n').encode()
         buf = io.BytesIO()
+        digest = hashlib.sha256()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-            for path in sorted(core.glob("*.py")):
-                if path.name not in NOT_SHIPPED:
-                    zf.writestr(zipfile.ZipInfo(f"hermes_procs/core/{path.name}", (2020, 1, 1, 0, 0, 0)),
-                                path.read_bytes())
-            pty_dir = template.pty_path()
-            for path in sorted(Path(pty_dir, "ptyprocess").glob("*.py")) if pty_dir else ():
-                zf.writestr(zipfile.ZipInfo(f"ptyprocess/{path.name}", (2020, 1, 1, 0, 0, 0)), path.read_bytes())
-            version = _version()
-            zf.writestr(zipfile.ZipInfo("hermes_procs/__init__.py", (2020, 1, 1, 0, 0, 0)),
-                        f'"""hermes-procs, as sent to a remote host."""\n__version__ = {version!r}\n')
-        data = buf.getvalue()
-        _CODE = (hashlib.sha256(data).hexdigest()[:20], data)
+            for name in sorted(files):
+                zf.writestr(zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0)), files[name])
+                digest.update(b"%s\0%d\0" % (name.encode(), len(files[name])) + files[name])
+        _CODE = (digest.hexdigest()[:20], buf.getvalue())
     return _CODE
 
 
@@ -315,7 +399,7 @@ class Connection:
     def _connect(self) -> None:
         self._close_proc()
         digest, code = shipped_code()
-        remote = [self.host.python, "-c", BOOT, digest, self.host.home or ""]
+        remote = [self.host.python, "-I", "-c", BOOT, digest, self.host.home or ""]
         self._stderr = []
         try:
             proc = subprocess.Popen(self.host.argv(remote), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -7,6 +7,7 @@ import glob
 import io
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -92,3 +93,39 @@ def test_shipped_code_imports_on_python_3_9(tmp_path):
               "for name in sys.argv[2:]:\n    importlib.import_module('hermes_procs.core.' + name)\n")
     res = subprocess.run([exe, "-I", "-c", script, str(tmp_path), *names], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_the_bootstrap_runs_isolated_on_python_3_9(tmp_path):
+    """BOOT itself, as a host runs it (`python3 -I -c BOOT DIGEST HOME`), on a real Python 3.9:
+    the code is asked for and stored, the stdio server answers; the next start finds it cached."""
+    exe = _python39()
+    if exe is None:
+        pytest.skip("no Python 3.9 on this machine")
+    import json
+
+    from hermes_procs.core.remote import BOOT
+
+    digest, data = shipped_code()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def boot() -> dict:
+        proc = subprocess.Popen([exe, "-I", "-c", BOOT, digest, str(tmp_path / "home")], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+        first = json.loads(proc.stdout.readline())
+        if first.get("need_code") == digest:
+            proc.stdin.write(b"%d\n" % len(data) + data)
+            proc.stdin.flush()
+            first = json.loads(proc.stdout.readline())
+        proc.stdin.write(b'{"id": 1, "call": "list", "args": [], "kwargs": {}}\n')
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        proc.stdin.close()
+        proc.wait(30)
+        assert reply.get("result") == [], reply
+        return first
+
+    first = boot()
+    assert first["hello"] == "hermes-procs" and first["code"] == "sent" and first["python"].startswith("3.9"), first
+    assert boot()["code"] == "cached"
+    code = tmp_path / "cache" / "hermes-procs" / "code" / digest
+    assert stat.S_IMODE(code.stat().st_mode) == 0o700

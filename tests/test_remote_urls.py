@@ -4,8 +4,11 @@ kubectl is what was checked, and a bad URL is one clear line, from the API and t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +75,16 @@ def test_decoded_names_reach_the_transport_decoded():
     assert parse_host("docker://web%2D1").target == "web-1"
     assert parse_host("k8s://team/api%2D0/main").extra == ("team", "api-0", "main")
     assert parse_host("ssh://[::1]:22").target == "::1"
+
+
+def test_ssh_connections_are_shared_only_through_a_private_folder(monkeypatch):
+    cache = Path(tempfile.mkdtemp(dir="/tmp"))  # a short path: the socket's must fit in 108 bytes
+    try:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+        argv = parse_host("ssh://box").argv(["true"])
+        folder = cache / "hermes-procs" / "ssh"
+        assert f"ControlPath={folder}/%C" in argv and (folder.stat().st_mode & 0o777) == 0o700
+        os.chmod(folder, 0o733)  # others could plant a socket there that ssh would take for its master
+        assert not any(arg.startswith("Control") for arg in parse_host("ssh://box").argv(["true"]))
+    finally:
+        shutil.rmtree(cache)
