@@ -17,11 +17,13 @@ cursor is refused with an error, never written through.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,10 @@ _CONSUMER = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]{0,63}")
 CONSUMER_RULE = "consumer must be 1-64 characters of letters, digits, _ . @ - (not starting with a dot)"
 _CURSOR_WIDTH = 96  # cursors are rewritten in place at a fixed width: no stale tail ever remains
 _HEAD_BYTES = 4096
+
+
+class CursorError(ValueError):
+    """A consumer's cursor that cannot be used: its name holds something other than a file."""
 
 
 def valid_consumer(name: object) -> bool:
@@ -55,7 +61,7 @@ def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES
     """
     check_consumer(consumer)
     cursors = ensure_private_dir(home / "cursors")
-    fd = open_nofollow(cursors / consumer, os.O_RDWR | os.O_CREAT)
+    fd = _open_cursor(cursors / consumer, os.O_RDWR | os.O_CREAT, consumer)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         raw = os.pread(fd, _CURSOR_WIDTH, 0)
@@ -163,10 +169,36 @@ def _open_log(home: Path) -> _Log:
         return _Log(None)
 
 
+def _open_cursor(path: Path, flags: int, consumer: str) -> int:
+    """A cursor file's descriptor (never through a link, never blocking on a FIFO); CursorError
+    when the name holds a folder, FIFO, socket or device instead."""
+    try:
+        fd = open_nofollow(path, flags | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.EISDIR, errno.ENXIO):
+            raise CursorError(_not_a_file(path, consumer)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CursorError(_not_a_file(path, consumer))
+    return fd
+
+
+def _not_a_file(path: Path, consumer: str) -> str:
+    return f"the cursor of consumer {consumer!r} is not a regular file: {path} (remove it to start over)"
+
+
 def forget(home: Path, consumer: str) -> None:
     """Drop a consumer's cursor (a dashboard's own consumer, when it closes)."""
     check_consumer(consumer)
-    (home / "cursors" / consumer).unlink(missing_ok=True)  # unlink removes a link, never its target
+    path = home / "cursors" / consumer
+    try:
+        kind = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(kind) or stat.S_ISLNK(kind)):
+        raise CursorError(_not_a_file(path, consumer))
+    path.unlink(missing_ok=True)  # unlink removes a link, never its target
 
 
 def _cursor_files(home: Path) -> list[os.DirEntry[str]]:
@@ -178,11 +210,13 @@ def _cursor_files(home: Path) -> list[os.DirEntry[str]]:
 
 
 def prune_cursors(home: Path, older_than: float) -> int:
-    """Delete cursors not used since `older_than` (epoch seconds); return how many."""
+    """Delete cursors (files, or links planted in their place) not used since `older_than`
+    (epoch seconds); return how many. Anything else found there is left alone."""
     removed = 0
     for entry in _cursor_files(home):
         try:
-            if entry.stat(follow_symlinks=False).st_mtime < older_than:
+            if (entry.is_file(follow_symlinks=False) or entry.is_symlink()) \
+                    and entry.stat(follow_symlinks=False).st_mtime < older_than:
                 os.unlink(entry.path)
                 removed += 1
         except FileNotFoundError:
@@ -200,8 +234,8 @@ def undelivered_sessions(home: Path, types: tuple[str, ...] = AGENT_TYPES) -> se
         start = size
         for entry in entries:
             try:
-                fd = open_nofollow(entry.path, os.O_RDONLY)
-            except OSError:
+                fd = _open_cursor(Path(entry.path), os.O_RDONLY, entry.name)
+            except (OSError, CursorError):  # nothing is pending for what is not a cursor
                 continue
             try:
                 cursor = parse_cursor(os.pread(fd, _CURSOR_WIDTH, 0).strip())

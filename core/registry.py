@@ -81,7 +81,7 @@ def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
             return method(*args, **kwargs)
         except IdError as exc:
             status, error = exc.status, str(exc)
-        except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor) as exc:
+        except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor, events.CursorError) as exc:
             status, error = "error", str(exc)
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
             status, error = "error", f"{type(exc).__name__}: {exc}"

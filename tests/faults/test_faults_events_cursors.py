@@ -112,3 +112,35 @@ def test_prune_by_age_ignores_undelivered(tmp_path):
     reg.drain_events("agent")
     sid = _finished_job(reg)
     assert reg.prune(keep_days=0)["pruned_ids"] == [sid]
+
+
+def _not_a_file(path, kind):
+    if kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_cursor_that_is_not_a_file_is_one_clear_error_and_never_blocks(tmp_path, kind):
+    # A directory in its place was a dressed-up "IsADirectoryError: [Errno 21] ..." from every
+    # call, and made prune fail; a FIFO hung prune for good (issue 19 item 12).
+    home = tmp_path / "home"
+    reg = ProcessRegistry(home=home)
+    reg.drain_events("agent")
+    sid = _finished_job(reg)
+    _not_a_file(home / "cursors" / "odd", kind)
+    for result in (reg.drain_events("odd"), reg.forget_consumer("odd")):
+        assert result["status"] == "error", result
+        error = result["error"]
+        assert "odd" in error and "not a regular file" in error and "Errno" not in error, error
+    out = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(home), "events", "--consumer", "odd"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1 and out.stderr.count("\n") == 1 and "not a regular file" in out.stderr, out.stderr
+    assert reg.drain_events("agent")[0]["session_id"] == sid  # the other consumers are unaffected
+    os.utime(home / "cursors" / "odd", (0, 0))  # old: prune would remove a cursor file
+    pruned = subprocess.run([sys.executable, "-c", "import sys; from hermes_procs.core import ProcessRegistry; "
+                             "print(ProcessRegistry(home=sys.argv[1]).prune(keep_count=0))", str(home)],
+                            capture_output=True, text=True, timeout=30)
+    assert pruned.returncode == 0 and f"'pruned_ids': ['{sid}']" in pruned.stdout, pruned
+    assert (home / "cursors" / "odd").exists()  # not ours to delete
