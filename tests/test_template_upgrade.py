@@ -69,7 +69,7 @@ class Client:
 
     def __init__(self, site: Path, home: Path) -> None:
         path = os.pathsep.join([str(site), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-        env = {**os.environ, "PYTHONPATH": path, "HERMES_PROCS_TEMPLATE_IDLE": "120"}
+        env = {**os.environ, "PYTHONPATH": path, "HERMES_PROCS_TEMPLATE_IDLE": "30"}
         self.proc = subprocess.Popen([sys.executable, "-S", "-c", DRIVER, str(home)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env, cwd=site)
 
