@@ -119,7 +119,10 @@ def fingerprint(path: str | None = None) -> str:
 
 
 def _pty_files(path: str) -> list[str]:
-    """The ptyprocess package's modules in `path`, listed again only when its folder changes."""
+    """The ptyprocess package's modules in `path` (none without one), listed again only when
+    its folder changes."""
+    if not path:
+        return []
     folder = os.path.join(path, "ptyprocess")
     seen = _stat_key(folder)
     known = _PTY_FILES.get(folder)
