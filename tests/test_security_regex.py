@@ -19,6 +19,7 @@ import time
 
 import psutil
 import pytest
+import sshd
 from conftest import pid_alive, wait_until
 from tmux import dashboard_command
 
@@ -198,6 +199,20 @@ def test_mcp_server_answers_and_stays_responsive(registry, home):
     finally:
         mcp.proc.kill()
         mcp.proc.wait(10)
+
+
+# ---- a remote host (stdlib only: no RE2 there) --------------------------------------------------
+
+@pytest.mark.skipif(sshd.available() is not None, reason=str(sshd.available()))
+def test_remote_search_runs_in_the_hosts_worker_with_a_deadline(remote):
+    sid = hostile_job(remote)
+    found = remote.search(sid, r"(?<=o)k", context=0)
+    assert [m["line"] for m in found["matches"]] == ["ok"]
+    started = time.monotonic()
+    refused = remote.search(sid, RE2_HOSTILE)  # no RE2 on the host: Python's re, with its deadline
+    assert refused["status"] == "error" and "took too long" in refused["error"], refused
+    assert time.monotonic() - started < 30
+    assert remote.list()[0]["session_id"] == sid  # the host's server still answers
 
 
 # ---- the dashboard -----------------------------------------------------------------------------
