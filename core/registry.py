@@ -913,10 +913,13 @@ class ProcessRegistry:
     # ---- events and retention ----------------------------------------------------------
     @_safe
     def drain_events(self, consumer: str = "default", all_types: bool = False,
-                     only_new: bool = False) -> builtins.list[dict[str, Any]]:
-        """Events this consumer has not seen yet, oldest first, each exactly once (see docs/api.md)."""
+                     only_new: bool = False, limit: int = events.DRAIN_LIMIT) -> builtins.list[dict[str, Any]]:
+        """Events this consumer has not seen yet, oldest first, each exactly once, at most `limit`
+        of them: when more remain the list ends with a `{"type": "more_events"}` entry (see
+        docs/api.md)."""
         self._check_consumer(consumer)
-        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new)
+        whole(limit, "limit", 1, 100_000)
+        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new, limit)
 
     @_safe
     def forget_consumer(self, consumer: str) -> dict[str, Any]:
