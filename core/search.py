@@ -4,9 +4,10 @@ Lines are numbered as `read_log` numbers them (line 0 = the first retained line;
 ``\\n`` in the raw bytes; each line's text has ANSI stripped and ``\\r`` redraws collapsed), so
 a match's ``line_no`` is the ``offset`` to read around it. The log is read in blocks of whole
 lines (1 MiB); each block's text goes to the pattern once (core/userregex.py: RE2, or Python's
-re in a worker process with a deadline), which names the lines that match. Only a block with
-matches still to report is split into lines, so past `limit` the cost is one text conversion
-and one regex pass over the bytes.
+re in a worker process with a deadline), which names the lines that match. A block of plain
+ASCII (no escape sequence, no control character) goes to the engine as it is; only a block with
+matches still to report is split into lines, so past `limit` the cost of a plain log is one RE2
+pass over its bytes.
 
 Every answer is bounded: at most `limit` matches, each line (match or context) cut to
 LINE_CHARS characters, and MAX_ANSWER_CHARS characters of lines in all; the matches past that
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import logstore
-from .text import to_text
+from .text import looks_plain, to_text
 from .userregex import UserRegex
 
 CHUNK = 1 << 20
@@ -68,13 +69,14 @@ def search_log(jobdir: Path, regex: UserRegex, context: int, out: Collector,
     waiting: list[dict[str, Any]] = []  # matches still collecting their `after` lines
     total = 0
     line_no = 0
-    for text in _blocks(jobdir):
-        hits = regex.lines(text)
+    for raw in _blocks(jobdir):
+        text = None if looks_plain(raw) else to_text(raw)  # an ordinary log's bytes are its text
+        hits = regex.lines(raw if text is None else text)
         total += len(hits)
         collect = bool(hits) and not out.full
         if waiting or collect:
-            lines = text.split("\n")
-            if text.endswith("\n"):
+            lines = (to_text(raw) if text is None else text).split("\n")
+            if raw.endswith(b"\n"):
                 lines.pop()
             waiting = _fill_after(waiting, lines, context, out)
             if collect:
@@ -82,10 +84,10 @@ def search_log(jobdir: Path, regex: UserRegex, context: int, out: Collector,
             if context and not out.full:
                 before.extend(lines[-context:])
             line_no += len(lines)
-        else:
-            if context and not out.full:
-                before.extend(text.rsplit("\n", context + 1)[-context - 1:-1])
-            line_no += text.count("\n")
+        elif not out.full:  # past that, lines need no number and no context
+            if context:
+                before.extend(to_text(line) for line in raw.rsplit(b"\n", context + 1)[-context - 1:-1])
+            line_no += raw.count(b"\n")
     return total
 
 
@@ -126,10 +128,10 @@ def _new_matches(hits: list[int], lines: list[str], before: deque[str], context:
     return waiting
 
 
-def _blocks(jobdir: Path) -> Iterator[str]:
-    """The retained log as text (core/text.to_text), in pieces of whole lines (the last piece
-    may end without a line end). Converting a block at once gives the lines of converting each
-    line: no escape sequence a line end can be part of survives the conversion."""
+def _blocks(jobdir: Path) -> Iterator[bytes]:
+    """The retained log in pieces of whole lines (the last piece may end without a line end).
+    Converting a block to text at once gives the lines of converting each line: no escape
+    sequence a line end can be part of survives the conversion."""
     offset = logstore.dropped_bytes(jobdir)
     end = logstore.total_bytes(jobdir)
     carry = b""
@@ -144,6 +146,6 @@ def _blocks(jobdir: Path) -> Iterator[str]:
             carry = data
             continue
         carry = data[cut:] if cut else b""
-        yield to_text(data[:cut] if cut else data)
+        yield data[:cut] if cut else data
     if carry:
-        yield to_text(carry)
+        yield carry

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_procs.core import logstore
-from hermes_procs.core.text import strip_ansi
+from hermes_procs.core.text import looks_plain, strip_ansi
 from hermes_procs.core.userregex import PatternError, UserRegex
 
 __all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_log"]
@@ -90,7 +90,8 @@ def _scan(index: logstore.LineIndex, pattern: UserRegex, context: int,
 def _matching_lines(block: bytes, pattern: UserRegex, line_base: int) -> list[int]:
     """Line numbers (from ``line_base``) of the lines of ``block`` where ``pattern`` matches
     the text (decoded, escape sequences removed)."""
-    return [line_base + i for i in pattern.lines(strip_ansi(block.decode("utf-8", "replace")))]
+    text = block if looks_plain(block) else strip_ansi(block.decode("utf-8", "replace"))
+    return [line_base + i for i in pattern.lines(text)]
 
 
 def _with_context(index: logstore.LineIndex, found: list[int], context: int, emitted_to: int,
