@@ -82,12 +82,12 @@ def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES
             if only_new and not raw.strip():
                 store_cursor(fd, ident, size)
                 return []
-            found, end = _read_events(log, start, types, limit)
+            found, end, more = _read_events(log, start, size, types, limit)
             if end != start or raw[:2] != b"2 " or notices:
                 store_cursor(fd, ident, end)
             elif os.fstat(fd).st_mtime < time.time() - TOUCH_EVERY:
                 os.utime(fd)  # still in use: prune removes cursors unused for its retention time
-        if end < size:
+        if more:
             found.append({"type": MORE, "remaining_bytes": size - end,
                           "note": f"more events remain: drain again (at most {limit} per call)"})
         return notices + found
@@ -95,11 +95,13 @@ def drain(home: Path, consumer: str, types: tuple[str, ...] | None = AGENT_TYPES
         os.close(fd)
 
 
-def _read_events(log: EventLog, start: int, types: tuple[str, ...] | None,
-                 limit: int) -> tuple[list[dict[str, Any]], int]:
-    """Up to `limit` events of `types` from `start` (within DRAIN_BYTES of the log), and the
-    offset after the last line consumed."""
+def _read_events(log: EventLog, start: int, size: int, types: tuple[str, ...] | None,
+                 limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """Up to `limit` events of `types` from `start` (within DRAIN_BYTES of the log), the offset
+    after the last line consumed, and whether complete lines were left for the next drain (an
+    unfinished last line, from a full disk, is not "more")."""
     lines, end = log.read_from(start, DRAIN_BYTES)
+    cut = size - start > DRAIN_BYTES  # the read stopped before the end of the log
     found: list[dict[str, Any]] = []
     pos = start
     for line in lines:
@@ -108,8 +110,8 @@ def _read_events(log: EventLog, start: int, types: tuple[str, ...] | None,
         if event and (types is None or event.get("type") in types):
             found.append(event)
             if len(found) >= limit:
-                return found, pos
-    return found, end
+                return found, pos, pos < end or cut
+    return found, end, cut
 
 
 @contextlib.contextmanager

@@ -58,6 +58,8 @@ def test_drain_returns_pages_and_says_when_more_remain(registry, home):
     rest = drain_all(registry, "early")
     assert [e["session_id"] for e in first[:-1] + rest] == [f"proc_{i:012x}" for i in range(2500)]
     assert registry.drain_events("early") == []
+    append_raw(home, b'{"type": "completion", "session_id": "proc_0')  # a line cut by a full disk
+    assert registry.drain_events("early") == []  # is not "more": a pager would never end
     assert len(registry.drain_events("small", limit=10)) == 11
     assert "limit" in registry.drain_events("bad", limit=0)["error"]
     # the CLI's stream pages through all of it (each event once)
