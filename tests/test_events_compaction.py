@@ -199,3 +199,13 @@ def test_a_drain_marks_its_cursor_as_used(registry, home):
     assert registry.prune()["pruned_cursors"] == 0 and path.exists()
     os.utime(path, (week, week))
     assert registry.prune()["pruned_cursors"] == 1 and not path.exists()
+
+
+def test_prune_with_a_planted_event_log_link_prunes_and_says_why_it_did_not_compact(registry, home, tmp_path):
+    registry.drain_events("x")
+    target = tmp_path / "elsewhere"
+    target.write_bytes(old_events(home, 10))
+    (home / "events.jsonl").symlink_to(target)
+    pruned = registry.prune()
+    assert pruned["status"] == "ok" and "not compacted" in pruned["events_note"], pruned
+    assert target.read_bytes() == old_events(home, 10) and (home / "events.jsonl").is_symlink()
