@@ -18,6 +18,7 @@ BENCHES = [
     ("spawn", "b_spawn", "run"),
     ("wait", "b_wait", "run"),
     ("poll", "b_poll", "run"),
+    ("search", "b_search", "run"),
     ("keys", "b_keys", "run"),
     ("memory", "b_memory", "run"),
     ("dashboard", "b_dashboard", "run"),

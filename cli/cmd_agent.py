@@ -34,7 +34,9 @@ def _matches_text(result: dict[str, Any], many: bool, context: int) -> str:
             out.append(f"{where}{first + i}{':' if first + i == match['line_no'] else '-'}{line}")
         if context:
             out.append("--")
-    if result["total"] > len(result["matches"]):
+    if result.get("truncated"):
+        out.append(f"({result['note']})")
+    elif result["total"] > len(result["matches"]):
         out.append(f"({result['total']} matches, {len(result['matches'])} shown; --limit shows more)")
     return "\n".join(out)
 

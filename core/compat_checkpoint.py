@@ -4,13 +4,15 @@ Each :class:`~hermes_procs.core.compat.HermesProcessRegistry` writes
 ``<home>/compat/<pid>-<instance>.json``: its writer's identity (pid and kernel start time) and
 the settings of every job it started that still runs. ``recover_from_checkpoint`` adopts the
 entries of writers that are gone (a crashed or restarted agent) and deletes their files; files of
-live writers are left alone (another agent's jobs stay its own).
+live writers are left alone (another agent's jobs stay its own). ``prune`` deletes the files of
+gone writers whose jobs have all ended (:func:`prune_orphans`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +41,32 @@ class Checkpoint:
 
     def orphaned(self) -> list[tuple[Path, list[dict[str, Any]]]]:
         """(file, entries) of every checkpoint whose writer process is gone."""
-        found = []
-        for path in sorted(self.dir.glob("*.json")) if self.dir.is_dir() else []:
-            if path == self.path:
-                continue
-            try:
-                data = json.loads(path.read_bytes())
-                pid, start = int(data["owner_pid"]), data.get("owner_start")
-                entries = [e for e in data.get("sessions", []) if isinstance(e, dict) and e.get("session_id")]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # unreadable: leave it for a person to look at
-            if not proctree.is_alive(pid, start if isinstance(start, int) else None):
-                found.append((path, entries))
-        return found
+        return orphaned(self.dir, skip=self.path)
+
+
+def orphaned(folder: Path, skip: Path | None = None) -> list[tuple[Path, list[dict[str, Any]]]]:
+    """(file, entries) of every checkpoint in `folder` whose writer process is gone."""
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path == skip:
+            continue
+        try:
+            data = json.loads(path.read_bytes())
+            pid, start = int(data["owner_pid"]), data.get("owner_start")
+            entries = [e for e in data.get("sessions", []) if isinstance(e, dict) and e.get("session_id")]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # unreadable: leave it for a person to look at
+        if not proctree.is_alive(pid, start if isinstance(start, int) else None):
+            found.append((path, entries))
+    return found
+
+
+def prune_orphans(home: Path, running: Callable[[str], bool]) -> int:
+    """Delete the checkpoints of gone writers (crashed adapters) none of whose jobs still runs:
+    nothing is left to take back. Returns how many."""
+    removed = 0
+    for path, entries in orphaned(Path(home) / "compat"):
+        if not any(running(str(entry["session_id"])) for entry in entries):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

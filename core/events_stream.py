@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .events import MORE
 from .redact import redact_obj
 
 if TYPE_CHECKING:
@@ -63,11 +64,15 @@ def _follow(registry: ProcessRegistry, consumer: str, follow: bool, wanted: set[
         stamp = _stamp(log_path)
         if stamp is None or stamp != last_stamp or not follow:
             last_stamp = stamp
-            batch = registry.drain_events(consumer, all_types=True)
-            if isinstance(batch, dict):  # {"status": "error", ...}
-                yield batch
-                return
-            yield from (redact_obj(event) for event in batch if wanted is None or event.get("type") in wanted)
+            more = True
+            while more:  # a drain returns a page; the last entry says when more remain
+                batch = registry.drain_events(consumer, all_types=True)
+                if isinstance(batch, dict):  # {"status": "error", ...}
+                    yield batch
+                    return
+                more = bool(batch) and batch[-1].get("type") == MORE
+                yield from (redact_obj(event) for event in batch
+                            if event.get("type") != MORE and (wanted is None or event.get("type") in wanted))
         if not follow or _stopped_while_waiting(watch, stop, interval):
             return
 

@@ -43,7 +43,8 @@ from .paths import (
     write_text_atomic,
 )
 from .screen import render as render_screen
-from .search import compile_pattern, search_log
+from .search import Collector, search_log
+from .userregex import PatternError, compile_user
 from .watch import HomeWatch
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
             return method(*args, **kwargs)
         except IdError as exc:
             status, error = exc.status, str(exc)
-        except (BadInput, BadNumber, CorruptJob, protocol.NewerSupervisor, events.CursorError) as exc:
+        except (BadInput, BadNumber, CorruptJob, PatternError, protocol.NewerSupervisor, events.CursorError) as exc:
             status, error = "error", str(exc)
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
             status, error = "error", f"{type(exc).__name__}: {exc}"
@@ -530,6 +531,14 @@ class ProcessRegistry:
             condition = wait_until.parse(until)
         except wait_until.UntilError as exc:
             raise BadInput(str(exc)) from None
+        try:
+            return self._wait(session_id, timeout, interrupt, condition)
+        finally:
+            if condition.pattern is not None:
+                condition.pattern.close()  # its worker process, if it has one
+
+    def _wait(self, session_id: str, timeout: float | None, interrupt: Interrupt | None,
+              condition: wait_until.Until) -> dict[str, Any]:
         timeout, note = _wait_timeout(timeout)
         job = self._job(session_id)
         deadline = time.monotonic() + timeout
@@ -646,11 +655,10 @@ class ProcessRegistry:
     def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2, limit: int = 50,
                task_id: str | None = None) -> dict[str, Any]:
         """Regex over the whole retained log of one job, or of every job (of `task_id`) when
-        `session_id` is None (core/search.py)."""
-        try:
-            regex = compile_pattern(pattern)
-        except ValueError as exc:
-            raise BadInput(str(exc)) from None
+        `session_id` is None (core/search.py). The pattern runs in RE2 or in a worker process with
+        a deadline (core/userregex.py); the answer holds at most MAX_ANSWER_CHARS characters of
+        lines (`truncated` and a `note` say when it was capped)."""
+        regex = compile_user(pattern)  # the worker process, if any, starts with the first match
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 100:
             raise BadInput(f"context must be a whole number of lines from 0 to 100, not {context!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
@@ -662,15 +670,16 @@ class ProcessRegistry:
             ids = [row["session_id"] for row in rows]
         else:
             ids = [resolve_id(self.jobs_dir, session_id)]
-        matches: list[dict[str, Any]] = []
+        out = Collector(limit)
         total = 0
-        for sid in ids:
-            found: list[dict[str, Any]] = []
-            total += search_log(self.jobs_dir / sid, regex, context, limit - len(matches), found)
-            matches += [{"session_id": sid, **match} for match in found]
-        result = {"status": "ok", "pattern": pattern, "matches": matches, "total": total}
+        with regex:
+            for sid in ids:
+                total += search_log(self.jobs_dir / sid, regex, context, out, {"session_id": sid})
+        result = {"status": "ok", "pattern": pattern, "matches": out.matches, "total": total}
         if session_id not in (None, ""):
             result["session_id"] = ids[0]
+        if out.capped:
+            result.update(truncated=True, note=out.note(total))
         return result
 
     @_safe
@@ -904,10 +913,13 @@ class ProcessRegistry:
     # ---- events and retention ----------------------------------------------------------
     @_safe
     def drain_events(self, consumer: str = "default", all_types: bool = False,
-                     only_new: bool = False) -> builtins.list[dict[str, Any]]:
-        """Events this consumer has not seen yet, oldest first, each exactly once (see docs/api.md)."""
+                     only_new: bool = False, limit: int = events.DRAIN_LIMIT) -> builtins.list[dict[str, Any]]:
+        """Events this consumer has not seen yet, oldest first, each exactly once, at most `limit`
+        of them: when more remain the list ends with a `{"type": "more_events"}` entry (see
+        docs/api.md)."""
         self._check_consumer(consumer)
-        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new)
+        whole(limit, "limit", 1, 100_000)
+        return events.drain(self.home, consumer, None if all_types else events.AGENT_TYPES, only_new, limit)
 
     @_safe
     def forget_consumer(self, consumer: str) -> dict[str, Any]:
@@ -1016,9 +1028,18 @@ def _check_env(env: object) -> None:
         raise BadInput("env must be a dict of variable names to values")
 
 
+MAX_WATCH_PATTERNS = 64
+MAX_WATCH_CHARS = 1000
+
+
 def _check_watch_patterns(patterns: object) -> None:
+    """Watch patterns are substrings (never regexes: the supervisor tests each output line with
+    `in`); their number and length are bounded so a line costs the supervisor little."""
     if not (isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns)):
         raise BadInput("watch_patterns must be a list of non-empty strings")
+    if len(patterns) > MAX_WATCH_PATTERNS or any(len(p) > MAX_WATCH_CHARS for p in patterns):
+        raise BadInput(f"watch_patterns takes at most {MAX_WATCH_PATTERNS} strings of at most "
+                       f"{MAX_WATCH_CHARS} characters each")
 
 
 def _job_shell(command: str) -> list[str]:

@@ -3,6 +3,11 @@
 A finished job whose completion/watch events a known consumer has not drained yet is kept past
 the count limit (only the age limit removes it). A symbolic link named like a job folder is not
 a job: prune removes the link itself and never follows it.
+
+Prune also tidies what the jobs leave in the home: cursors unused for N days and those of
+per-process consumers whose process is gone (a crashed dashboard or Hermes adapter), the
+checkpoints of crashed adapters with no job left running, and the event log, compacted to what
+some consumer has not read plus the events of the jobs kept (core/events_compact.py).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import events
+from . import compat_checkpoint, events, events_compact
 from .bounds import BadNumber
 from .jobstate import CorruptJob, load
 from .paths import list_job_ids, list_job_links
@@ -70,6 +75,29 @@ def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None
     links = list_job_links(jobs_dir)
     for name in links:
         (jobs_dir / name).unlink(missing_ok=True)  # the link itself, never what it points to
-    cursors = events.prune_cursors(jobs_dir.parent, cutoff)
     return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed),
-            "kept_undelivered": len(set(over) & pending), "removed_links": links, "pruned_cursors": cursors}
+            "kept_undelivered": len(set(over) & pending), "removed_links": links, **_tidy(jobs_dir, cutoff)}
+
+
+def _tidy(jobs_dir: Path, cutoff: float) -> dict[str, Any]:
+    """Old and orphaned cursors and checkpoints go, then the event log is compacted."""
+    home = jobs_dir.parent
+    stale = events_compact.stale_consumers(home)
+    for consumer in stale:
+        events.forget(home, consumer)
+    cursors = len(stale) + events.prune_cursors(home, cutoff)
+    jobs = set(list_job_ids(jobs_dir))
+    checkpoints = compat_checkpoint.prune_orphans(home, lambda sid: sid in jobs and _running(jobs_dir / sid))
+    tidied: dict[str, Any] = {"pruned_cursors": cursors, "pruned_checkpoints": checkpoints, "events_dropped_bytes": 0}
+    try:
+        tidied["events_dropped_bytes"] = events_compact.compact(home, jobs)
+    except OSError as exc:  # a planted link, a full disk: the jobs are pruned all the same
+        return {**tidied, "events_note": f"the event log was not compacted: {exc}"}
+    return tidied
+
+
+def _running(jobdir: Path) -> bool:
+    try:
+        return load(jobdir).running
+    except (CorruptJob, OSError):
+        return False

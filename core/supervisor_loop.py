@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import fcntl
 import json
 import os
 import selectors
@@ -284,10 +285,15 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self._flush_events()
 
     def _flush_events(self) -> None:
+        lock = self._events_lock()
+        if lock == -2:  # prune is swapping in a compacted log (milliseconds): try again soon
+            return self._schedule_retry()
         try:
             fd = os.open(os.path.join(self.home, "events.jsonl"),  # never through a planted link
                          os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as exc:
+            if lock >= 0:
+                os.close(lock)
             return self._event_failed(exc)
         try:
             while self.pending_events:
@@ -300,6 +306,23 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
             self._event_failed(exc)
         finally:
             os.close(fd)
+            if lock >= 0:
+                os.close(lock)
+
+    def _events_lock(self) -> int:
+        """A shared lock on events.lock (core/events.py), taken without waiting: its fd, -2 when
+        prune holds it, -1 when it cannot be opened (then the event is written without it)."""
+        try:
+            fd = os.open(os.path.join(self.home, "events.lock"),
+                         os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return -1
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            return -2 if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else -1
+        return fd
 
     def _event_failed(self, exc: OSError) -> None:
         self._complain(f"cannot write events.jsonl, will retry: {exc.strerror}")

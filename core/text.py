@@ -27,6 +27,7 @@ __all__ = [
     "Utf8Stream",
     "collapse_cr",
     "last_chars",
+    "looks_plain",
     "strip_ansi",
     "to_text",
 ]
@@ -164,6 +165,17 @@ def collapse_cr(s: str) -> str:
         if "\r" in line or "\b" in line:
             lines[i] = _collapse_line(line)
     return "\n".join(lines)
+
+
+_REWRITTEN = (b"\x1b", b"\r", b"\x08", b"\x00", b"\x07", b"\x7f")  # what ordinary logs hold of it
+
+
+def looks_plain(data: bytes) -> bool:
+    """ASCII without escape sequences, ``\r``, backspace, NUL, BEL or DEL: the bytes of an
+    ordinary log, which a search can match as they are instead of their :func:`to_text` (a
+    few memchr passes, no decoding). The rarer C0 controls are not looked for: a line holding
+    one is matched with it in place."""
+    return data.isascii() and not any(byte in data for byte in _REWRITTEN)
 
 
 def to_text(data: bytes) -> str:

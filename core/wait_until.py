@@ -4,7 +4,9 @@
     input           a process of the job is blocked reading its stdin or terminal
     quiet:SECONDS   the job has printed nothing for SECONDS
     output:REGEX    output printed after the call matches REGEX (ANSI stripped; a prompt
-                    without a newline counts; ^ and $ match at line ends)
+                    without a newline counts; ^ and $ match at line ends); the pattern runs
+                    in RE2 or in a worker process with a deadline (core/userregex.py): one
+                    that takes too long ends the wait with an error
     port:N          a process of the job listens on TCP port N
 
 :func:`parse` validates the text; :func:`checker` returns a function the registry calls every
@@ -16,7 +18,6 @@ output, ``matched``).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 from . import logstore, stats
 from .jobstate import Job
 from .text import to_text
+from .userregex import PatternError, UserRegex, compile_user
 
 POLL_STEP = 0.05  # seconds between checks of a condition
 CHUNK = 1 << 20  # output read per step of an output:REGEX wait
@@ -41,7 +43,7 @@ class UntilError(ValueError):
 class Until:
     kind: str  # exit, input, quiet, output, port
     seconds: float = 0.0
-    pattern: re.Pattern[str] | None = None
+    pattern: UserRegex | None = None
     port: int = 0
 
 
@@ -74,9 +76,9 @@ def _output(arg: str) -> Until:
     if not arg:
         raise UntilError("until='output:REGEX' needs a regular expression after 'output:'")
     try:
-        return Until("output", pattern=re.compile(arg, re.MULTILINE))
-    except re.error as exc:
-        raise UntilError(f"until='output:REGEX': {arg!r} is not a valid regular expression ({exc})") from None
+        return Until("output", pattern=compile_user(arg, what="until='output:REGEX':"))
+    except PatternError as exc:
+        raise UntilError(str(exc)) from None
 
 
 def _port(arg: str) -> Until:
@@ -127,7 +129,7 @@ class _OutputCheck:
     """Searches the output written since it was made; a line still being written is searched
     again with what follows it, so a prompt with no newline matches."""
 
-    def __init__(self, jobdir: Path, pattern: re.Pattern[str]) -> None:
+    def __init__(self, jobdir: Path, pattern: UserRegex) -> None:
         self.jobdir = jobdir
         self.pattern = pattern
         self.offset = logstore.total_bytes(jobdir)
@@ -142,7 +144,7 @@ class _OutputCheck:
             data = self.carry + data
             cut = data.rfind(b"\n") + 1
             self.carry = data[cut:][-CARRY:]
-            match = self.pattern.search(to_text(data))
-            if match:
-                return {"reason": "matched", "matched": match.group(0)[:1000]}
+            match = self.pattern.first(to_text(data))
+            if match is not None:
+                return {"reason": "matched", "matched": match[:1000]}
         return None

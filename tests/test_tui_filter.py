@@ -48,7 +48,7 @@ async def test_filter_shows_matching_lines_of_the_whole_log_with_context(registr
         await pilot.press("ampersand")
         app.query_one("#filter-re").value = "(unclosed"
         await pilot.press("enter")
-        await until(pilot, lambda: any("not a regular expression" in str(n.message) for n in app._notifications))
+        await until(pilot, lambda: any("not a valid regular expression" in str(n.message) for n in app._notifications))
         assert pane._filter.matches == 3
         # Esc in the bar: the whole log again, following
         await pilot.press("escape")

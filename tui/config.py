@@ -11,7 +11,7 @@
     bell = true                    # the terminal bell
     desktop = "osc9"               # "osc9" | "osc777" | "off": a desktop notification
 
-    [[highlight]]                  # a regex (Python syntax) and a Rich style
+    [[highlight]]                  # a regex (Python syntax, run by RE2) and a Rich style
     pattern = "\\bdeploy(ed)?\\b"
     style = "bold magenta"
 
@@ -36,6 +36,7 @@ from rich.errors import StyleSyntaxError
 from rich.style import Style
 
 from hermes_procs.core.config import config_path
+from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
 
 from .notify import DESKTOP_MODES, KINDS, NotifySettings
 
@@ -44,12 +45,30 @@ __all__ = ["DEFAULT_HIGHLIGHTS", "Config", "HighlightRule", "config_dir", "load_
 
 @dataclass(frozen=True)
 class HighlightRule:
-    pattern: re.Pattern[str]
+    """A regex and its style. The built-in rules are `re` patterns of ours; a user's rule runs
+    in RE2 (core/userregex.py): rules run on every line drawn, in the screen's thread, so a
+    user's pattern that only Python's backtracking `re` could run is refused."""
+
+    pattern: re.Pattern[str] | UserRegex
     style: Style
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of each non-empty match in one line."""
+        if isinstance(self.pattern, re.Pattern):
+            return [m.span() for m in self.pattern.finditer(text) if m.end() > m.start()]
+        return self.pattern.spans(text)
 
 
 def _rule(pattern: str, style: str) -> HighlightRule:
     return HighlightRule(re.compile(pattern), Style.parse(style))
+
+
+def _user_rule(pattern: str, style: str) -> HighlightRule:
+    regex = compile_user(pattern, what="pattern")
+    if regex.engine != "re2":
+        raise PatternError(f"pattern {pattern!r} needs Python's backtracking re (look-around, back-references, "
+                           "or the google-re2 package is missing); highlights take RE2 patterns only")
+    return HighlightRule(regex, Style.parse(style))
 
 
 DEFAULT_HIGHLIGHTS = (
@@ -88,8 +107,8 @@ def load_config(path: Path | None = None) -> Config:
     rules = list(DEFAULT_HIGHLIGHTS) if data.get("default_highlights", True) is not False else []
     for i, entry in enumerate(data.get("highlight", []) if isinstance(data.get("highlight"), list) else []):
         try:
-            rules.append(_rule(str(entry["pattern"]), str(entry.get("style", "bold"))))
-        except (KeyError, TypeError, re.error, StyleSyntaxError) as exc:
+            rules.append(_user_rule(str(entry["pattern"]), str(entry.get("style", "bold"))))
+        except (KeyError, TypeError, PatternError, StyleSyntaxError) as exc:
             cfg.problems.append(f"{path}: highlight #{i + 1} skipped: {exc}")
     cfg.highlights = tuple(rules)
     keys = data.get("keys", {})

@@ -13,7 +13,6 @@ what a search means.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from textual import on
@@ -22,6 +21,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label
+
+from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
 
 __all__ = ["FilterBar", "FindBox", "JobSearch", "SearchBox"]
 
@@ -124,7 +125,7 @@ class FilterBar(Horizontal):
 
     @dataclass
     class Apply(Message):
-        pattern: re.Pattern[str]
+        pattern: UserRegex
         context: int
 
     @dataclass
@@ -148,11 +149,10 @@ class FilterBar(Horizontal):
         if not text:
             self.action_clear()
             return
-        flags = 0 if any(c.isupper() for c in text) else re.IGNORECASE
         try:
-            pattern = re.compile(text, flags)
-        except re.error as exc:
-            self.notify(f"not a regular expression: {exc}", title="Filter", severity="error", markup=False)
+            pattern = compile_user(text, ignore_case=not any(c.isupper() for c in text), what="filter")
+        except PatternError as exc:
+            self.notify(str(exc), title="Filter", severity="error", markup=False)
             return
         context = int(self.query_one("#filter-context", Input).value or 0)
         self.post_message(self.Apply(pattern, max(0, min(context, 100))))

@@ -2,25 +2,29 @@
 
 :func:`filter_log` runs in a worker thread and streams its results: it reads the log in 1 MiB
 chunks of whole lines, removes escape sequences from each chunk (one C-speed regex pass; line
-ends are kept, so line numbers stay those of the log pane) and lets the pattern's
-``finditer`` find the matching lines, so a 500 MB log is scanned at disk speed and never held in
-memory.  Context lines are read afterwards by line number through the same
-:class:`~hermes_procs.core.logstore.LineIndex`.  At most :data:`MAX_ROWS` rows are kept.
+ends are kept, so line numbers stay those of the log pane) and hands the chunk to the user's
+pattern (:class:`~hermes_procs.core.userregex.UserRegex`: RE2, or Python's re in a worker
+process with a deadline), which names the matching lines, so a 500 MB log is scanned at disk
+speed and never held in memory, and a pattern that backtracks without end stops the scan with
+"pattern took too long" instead of freezing the dashboard.  Context lines are read afterwards
+by line number through the same :class:`~hermes_procs.core.logstore.LineIndex`.  At most
+:data:`MAX_ROWS` rows and :data:`MAX_ROW_BYTES` bytes of lines are kept.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_procs.core import logstore
-from hermes_procs.core.text import strip_ansi
+from hermes_procs.core.text import looks_plain, strip_ansi
+from hermes_procs.core.userregex import PatternError, UserRegex
 
-__all__ = ["MAX_ROWS", "FilterProgress", "FilterRow", "filter_log"]
+__all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_log"]
 
 MAX_ROWS = 200_000
+MAX_ROW_BYTES = 64 << 20  # raw bytes of the rows kept (a line is read up to 64 KiB)
 _CHUNK = 1 << 20
 
 
@@ -40,16 +44,23 @@ class FilterProgress:
     matches: int  # matching lines so far
     done: bool
     truncated: bool = False
+    error: PatternError | None = None  # the scan stopped: the pattern took too long (or its worker failed)
 
 
-def filter_log(jobdir: Path, pattern: re.Pattern[str], context: int,
+def filter_log(jobdir: Path, pattern: UserRegex, context: int,
                report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
-    """Scan the log of ``jobdir`` as it is now; call ``report`` after every chunk."""
-    index = logstore.LineIndex(jobdir)
+    """Scan the log of ``jobdir`` as it is now; call ``report`` after every chunk. The pattern's
+    worker process (if it has one) is closed at the end."""
+    with pattern:
+        _scan(logstore.LineIndex(jobdir), pattern, context, report, cancelled)
+
+
+def _scan(index: logstore.LineIndex, pattern: UserRegex, context: int,
+          report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
     start, end = index.dropped_bytes, index.end_offset
     pos, line_base, matches, emitted_to = start, 0, 0, -1
     carry = b""
-    rows_total = 0
+    rows_total = rows_bytes = 0
     while pos < end and not cancelled():
         data = carry + index.read(pos, min(end, pos + _CHUNK))
         pos = min(end, pos + _CHUNK)
@@ -58,43 +69,38 @@ def filter_log(jobdir: Path, pattern: re.Pattern[str], context: int,
             carry = data  # one long line: read on
             continue
         block, carry = data[:cut], data[cut:]
-        found = _matching_lines(block, pattern, line_base)
+        try:
+            found = _matching_lines(block, pattern, line_base)
+        except PatternError as exc:
+            report(FilterProgress([], pos - start, end - start, matches, done=True, error=exc))
+            return
         line_base += block.count(b"\n")
         matches += len(found)
-        rows, emitted_to = _with_context(index, found, context, emitted_to, MAX_ROWS - rows_total)
+        rows, emitted_to = _with_context(index, found, context, emitted_to, MAX_ROWS - rows_total,
+                                         MAX_ROW_BYTES - rows_bytes)
         rows_total += len(rows)
-        truncated = rows_total >= MAX_ROWS
+        rows_bytes += sum(len(row.raw) for row in rows)
+        truncated = rows_total >= MAX_ROWS or rows_bytes >= MAX_ROW_BYTES
         report(FilterProgress(rows, pos - start, end - start, matches, done=truncated, truncated=truncated))
         if truncated:
             return
     report(FilterProgress([], pos - start, end - start, matches, done=True))
 
 
-def _matching_lines(block: bytes, pattern: re.Pattern[str], line_base: int) -> list[int]:
+def _matching_lines(block: bytes, pattern: UserRegex, line_base: int) -> list[int]:
     """Line numbers (from ``line_base``) of the lines of ``block`` where ``pattern`` matches
     the text (decoded, escape sequences removed)."""
-    text = strip_ansi(block.decode("utf-8", "replace"))
-    found: list[int] = []
-    counted_to, line = 0, line_base
-    search = pattern.search
-    m = search(text)
-    while m is not None:
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line += text.count("\n", counted_to, line_start)
-        counted_to = line_start
-        found.append(line)
-        line_end = text.find("\n", m.start())
-        if line_end == -1:
-            break
-        m = search(text, line_end + 1)
-    return found
+    text = block if looks_plain(block) else strip_ansi(block.decode("utf-8", "replace"))
+    return [line_base + i for i in pattern.lines(text)]
 
 
 def _with_context(index: logstore.LineIndex, found: list[int], context: int, emitted_to: int,
-                  room: int) -> tuple[list[FilterRow], int]:
+                  room: int, room_bytes: int) -> tuple[list[FilterRow], int]:
     """The rows for ``found`` matches: each with ``context`` lines before and after, ranges
-    merged, nothing before ``emitted_to`` repeated.  Returns the rows and the last line."""
+    merged, nothing before ``emitted_to`` repeated, within ``room`` rows and ``room_bytes``
+    bytes.  Returns the rows and the last line."""
     rows: list[FilterRow] = []
+    size = 0
     hits = set(found)
     last = index.line_count - 1
     for line in found:
@@ -106,7 +112,8 @@ def _with_context(index: logstore.LineIndex, found: list[int], context: int, emi
         for i, raw in enumerate(raws):
             n = first + i
             rows.append(FilterRow(n, raw, n in hits, gap=(i == 0 and emitted_to >= 0 and n > emitted_to + 1)))
+            size += len(raw)
         emitted_to = stop
-        if len(rows) >= room:
+        if len(rows) >= room or size >= room_bytes:
             return rows[:room], emitted_to
     return rows, emitted_to

@@ -53,6 +53,7 @@ from textual.worker import get_current_worker
 
 from hermes_procs.core import logstore, timeline
 from hermes_procs.core.text import collapse_cr, strip_ansi
+from hermes_procs.core.userregex import PatternTimeout, UserRegex
 
 from .config import HighlightRule
 from .log_filter import FilterProgress, FilterRow, filter_log
@@ -118,7 +119,7 @@ def _starts(start: int, lines: list[bytes], count: int) -> list[int]:
 class _Filter:
     """The filtered view: what is shown and how far the scan is."""
 
-    pattern: re.Pattern[str]
+    pattern: UserRegex
     context: int
     rows: list[FilterRow | None] = field(default_factory=list)  # None: a separator
     matches: int = 0
@@ -126,6 +127,7 @@ class _Filter:
     total: int = 0
     done: bool = False
     truncated: bool = False
+    error: str = ""
 
 
 # --- the reader thread ---------------------------------------------------------------------
@@ -637,7 +639,7 @@ class LogPane(ScrollView, can_focus=True):
             return
         self.stop_reader()
         self.generation += 1
-        self._filter = None
+        self._drop_filter()
         self.session_id = session_id
         self.jobdir = jobdir
         self.sel_anchor = None
@@ -667,6 +669,7 @@ class LogPane(ScrollView, can_focus=True):
 
     def on_unmount(self) -> None:
         self.stop_reader()
+        self._drop_filter()
 
     # --- scrolling and following -------------------------------------------------------
 
@@ -762,7 +765,7 @@ class LogPane(ScrollView, can_focus=True):
     def filtering(self) -> bool:
         return self._filter is not None
 
-    def start_filter(self, pattern: re.Pattern[str], context: int) -> None:
+    def start_filter(self, pattern: UserRegex, context: int) -> None:
         """Show only the lines of the whole on-disk log that match ``pattern`` (with ``context``
         lines around each), scanned in a worker thread; the view fills in as it goes."""
         if self.jobdir is None:
@@ -770,6 +773,7 @@ class LogPane(ScrollView, can_focus=True):
         self.stop_reader()
         self.generation += 1
         self.sel_anchor = None
+        self._drop_filter()
         self._filter = _Filter(pattern, context)
         self._fstrips.clear()
         self.follow = False
@@ -787,11 +791,18 @@ class LogPane(ScrollView, can_focus=True):
         self.run_worker(scan, thread=True, exclusive=True, group="filter")
         self.refresh()
 
+    def _drop_filter(self) -> None:
+        """Forget the filter; its scan stops (a pattern running in a worker process is killed,
+        so a thread waiting on it never keeps the dashboard from closing)."""
+        if self._filter is not None:
+            self._filter.pattern.abort()
+            self._filter = None
+
     def clear_filter(self) -> None:
         """Back to the whole log, following its end."""
         if self._filter is None:
             return
-        self._filter = None
+        self._drop_filter()
         self._fstrips.clear()
         session_id, self.session_id = self.session_id, None  # show_job starts over
         self.show_job(session_id, self.jobdir)
@@ -813,6 +824,9 @@ class LogPane(ScrollView, can_focus=True):
                 f.rows.append(None)
             f.rows.append(row)
         f.matches, f.scanned, f.total, f.done, f.truncated = p.matches, p.scanned, p.total, p.done, p.truncated
+        if p.error:
+            f.error = "pattern took too long" if isinstance(p.error, PatternTimeout) else "the pattern failed"
+            self.notify(str(p.error), title="Filter stopped", severity="error", markup=False, timeout=10)
         if p.rows:
             self._set_virtual(len(f.rows))
             self.refresh()
@@ -823,8 +837,10 @@ class LogPane(ScrollView, can_focus=True):
         if f is None:
             return
         around = f" ±{f.context}" if f.context else ""
-        text = f"filter /{f.pattern.pattern}/{around}: {f.matches} matching line{'s' * (f.matches != 1)}"
-        if not f.done:
+        text = f"filter /{f.pattern.source}/{around}: {f.matches} matching line{'s' * (f.matches != 1)}"
+        if f.error:
+            text = f"filter /{f.pattern.source}/: {f.error}, stopped at {100 * f.scanned // max(1, f.total)} %"
+        elif not f.done:
             text += f" · scanning {100 * f.scanned // max(1, f.total)} %"
         elif f.truncated:
             text += " · first 200,000 rows only"
@@ -1084,10 +1100,9 @@ class LogPane(ScrollView, can_focus=True):
             else:
                 text = Text(f"{row.line + 1:>7} ", style="bold yellow" if row.match else "dim")
                 body = self._highlighted(render_raw_line(row.raw))
-                if row.match:
-                    for m in f.pattern.finditer(body.plain):
-                        if m.end() > m.start():
-                            body.stylize("black on yellow", m.start(), m.end())
+                if row.match and f.pattern.engine == "re2":  # linear: safe in the screen's thread
+                    for start, end in f.pattern.spans(body.plain):
+                        body.stylize("black on yellow", start, end)
                 text.append_text(body)
             strip = Strip(list(text.render(self.app.console)), text.cell_len)
             if len(self._fstrips) > 4 * max(50, self._page()):
@@ -1099,9 +1114,8 @@ class LogPane(ScrollView, can_focus=True):
         """Apply the highlight rules (errors, warnings, URLs, the user's own) to one line."""
         plain = text.plain
         for rule in self.highlights:
-            for m in rule.pattern.finditer(plain):
-                if m.end() > m.start():
-                    text.stylize(rule.style, m.start(), m.end())
+            for start, end in rule.spans(plain):
+                text.stylize(rule.style, start, end)
         return text
 
     def _strip_for(self, line_no: int) -> Strip | None:

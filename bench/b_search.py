@@ -1,0 +1,99 @@
+"""Search and the event log (issue 19 items 4 and 9; issue 26 item 1 builds on the first rows).
+
+* `registry.search` over a 64 MB log (500 MB with --full), a literal and a regex, against
+  `grep -cE` over the same bytes: throughput in MB/s (higher is better). The pattern runs in
+  RE2 (core/userregex.py); the issue 26 target is >= 0.5x grep.
+* `prune` of a home whose events.jsonl holds 120 MB of events every consumer has read (30 MB
+  quick), and the first drain of a new consumer afterwards, against `wc -l` of the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+
+from hermes_procs.core import ProcessRegistry
+
+from .common import Config, Row, interleave, temp_home
+
+LINE = b"2024-05-01 12:00:00 INFO worker-3 handled request id=12345 in 12 ms from 10.0.0.7\n"
+
+
+def _log_job(reg: ProcessRegistry, size: int) -> tuple[str, str]:
+    """A finished job whose log is `size` bytes of ordinary lines (one ERROR near the end)."""
+    count = size // len(LINE)
+    script = (f"import sys; w = sys.stdout.buffer.write; block = {LINE!r} * 10000; "
+              f"[w(block) for _ in range({count} // 10000)]; w(b'ERROR disk full id=99991' + bytes([10]))")
+    os.environ["HERMES_PROCS_LOG_CAP"] = str(size * 2)  # all of it kept, no rotation
+    try:
+        sid = reg.spawn(f"python3 -c {shlex.quote(script)}")["session_id"]
+    finally:
+        del os.environ["HERMES_PROCS_LOG_CAP"]
+    if reg.wait(sid, timeout=600).get("exit_code") != 0 or os.path.getsize(reg.job_dir(sid) / "output.log") < size // 2:
+        raise RuntimeError(f"the log job did not write its log: {reg.read_log(sid)}"[:200])
+    return sid, str(reg.job_dir(sid) / "output.log")
+
+
+def _mb_per_s(size: int, fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return size / (time.perf_counter() - t0) / 1e6
+
+
+def run(cfg: Config) -> list[Row]:
+    rows = []
+    size = cfg.size(64, 500) << 20
+    grep = shutil.which("grep") or "grep"
+    with temp_home() as home:
+        reg = ProcessRegistry(home=home)
+        sid, log = _log_job(reg, size)
+        for name, pattern in (("a literal", "ERROR"), ("a regex", r"id=9999[0-9]")):
+            ours, base = interleave(
+                cfg.runs, lambda p=pattern: _mb_per_s(size, lambda: reg.search(sid, p, context=2)),
+                lambda p=pattern: _mb_per_s(size, lambda: subprocess.run([grep, "-cE", p, log],
+                                                                          capture_output=True)))
+            ratio = sorted(ours)[len(ours) // 2] / sorted(base)[len(base) // 2]
+            rows.append(Row(f"search {size >> 20} MB for {name} ({pattern})", "MB/s", ours,
+                            "grep -cE, same file", base, ">= 0.5x (issue 26)", ratio >= 0.5))
+    rows += _events(cfg)
+    return rows
+
+
+def _old_events(count: int) -> bytes:
+    """`count` completion events of jobs long pruned, as supervisors write them."""
+    return "".join(json.dumps({"type": "completion", "session_id": f"proc_{i:012x}", "t": 1.6e9 + i,
+                               "command": "make", "exit_code": 0, "completion_reason": "exited",
+                               "output": "x" * 200}) + "\n" for i in range(count)).encode()
+
+
+def _events(cfg: Config) -> list[Row]:
+    mb = cfg.size(30, 120)
+    chunk = _old_events(10_000)
+    prunes, drains, counts = [], [], []
+    for _ in range(cfg.runs):
+        with temp_home() as home:
+            reg = ProcessRegistry(home=home)
+            path = home / "events.jsonl"
+            with open(path, "ab") as fh:
+                for _ in range((mb << 20) // len(chunk) + 1):
+                    fh.write(chunk)
+            reg.drain_events("reader", only_new=True)  # a consumer that has read all of it
+            t0 = time.perf_counter()
+            subprocess.run(["wc", "-l", str(path)], capture_output=True)
+            counts.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            reg.prune()
+            prunes.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            reg.drain_events("newcomer")
+            drains.append((time.perf_counter() - t0) * 1000)
+    return [
+        Row(f"prune of a {mb} MB event log every consumer has read", "ms", prunes, "wc -l of the same file",
+            counts, "", None, note="before: 6.7 s for 120 MB, and the log stayed"),
+        Row("a new consumer's first drain after that prune", "ms", drains, "", [], "< 100 ms",
+            sorted(drains)[len(drains) // 2] < 100, note="before: 7.3 s and 189,000 events at once"),
+    ]

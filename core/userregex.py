@@ -1,0 +1,285 @@
+"""Regular expressions from users and agents, run where a bad one cannot hang anything.
+
+Python's `re` backtracks and holds the GIL for a whole match: `(a+)+$` against a line of 41
+characters runs for hours and freezes every thread of the process (the dashboard, the MCP
+server, a CLI that can no longer be interrupted). So a pattern that a user or an agent gives
+(`search`, `wait(until="output:...")`, the dashboard's `&` filter and `[[highlight]]` rules)
+is compiled with :func:`compile_user` and runs
+
+* in **RE2** (the ``google-re2`` package) when it is installed and the pattern means the same
+  there: matching takes time linear in the text, and RE2 releases the GIL while it runs;
+* otherwise (look-around, back-references and the other syntax RE2 lacks, or no RE2: remote
+  hosts run the standard library only) in **Python's re inside a worker process**
+  (`regex_worker.py`, one per pattern, started on first use), with a deadline on every call
+  (``HERMES_PROCS_REGEX_TIMEOUT`` seconds, default 3; a call is at most about 1 MiB of text).
+  A call past it kills the worker and raises :class:`PatternTimeout` ("pattern took too long");
+  the worker matches each line on its first ``LINE_CAP`` characters.
+
+``HERMES_PROCS_REGEX_ENGINE=re`` uses the worker for every pattern (Python's semantics
+exactly). The syntax is Python's in both cases: a pattern is first compiled by `re` (the only
+judge of what is valid); RE2 takes it only when it accepts it and it has none of the
+constructs RE2 reads differently (`[:alpha:]`-like classes, `{,n}`, `\\A`, turned-off flags).
+RE2 differs from `re` in one way that remains: ``\\d \\w \\s \\b`` are ASCII classes in RE2.
+
+The line semantics are grep's: :meth:`UserRegex.lines` gives the lines of a text in which the
+pattern matches (a match never spans a line end; ``^`` and ``$`` match at each line's ends).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import threading
+import time
+import warnings
+import weakref
+from pathlib import Path
+from typing import Any, Optional
+
+__all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserRegex", "compile_user",
+           "regex_timeout"]
+
+MAX_PATTERN = 4096  # characters
+DEFAULT_TIMEOUT = 3.0
+LINE_CAP = 65536  # characters of a line the worker matches (regex_worker.LINE_CAP)
+WORKER = Path(__file__).with_name("regex_worker.py")
+# syntax Python's re reads one way and RE2 another (or that depends on matching line by line)
+_DIVERGENT = re.compile(r"\[:|\{,|\\[AZ]|\(\?[a-zA-Z]*-")
+
+
+class PatternError(ValueError):
+    """A pattern that is not a valid regular expression, or that could not be run."""
+
+
+class PatternTimeout(PatternError):
+    """A pattern that ran past its deadline (in the worker process, which was killed)."""
+
+
+def regex_timeout() -> float:
+    """Seconds one worker call may take: HERMES_PROCS_REGEX_TIMEOUT, default 3."""
+    try:
+        value = float(os.environ.get("HERMES_PROCS_REGEX_TIMEOUT", DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if 0.05 <= value <= 3600 else DEFAULT_TIMEOUT
+
+
+def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pattern") -> UserRegex:
+    """The pattern ready to run, or PatternError saying what is wrong with it (`what` names it)."""
+    if not isinstance(pattern, str) or not pattern:
+        raise PatternError(f"{what} must be a non-empty regular expression, not {pattern!r}"[:200])
+    if len(pattern) > MAX_PATTERN:
+        raise PatternError(f"{what} is {len(pattern)} characters long; at most {MAX_PATTERN} are accepted")
+    flags = re.IGNORECASE if ignore_case else 0
+    try:
+        with warnings.catch_warnings():  # "possible nested set" and the like: not the user's concern here
+            warnings.simplefilter("ignore")
+            re.compile(pattern, flags)  # compiling never backtracks: only matching does
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise PatternError(f"{what} {pattern!r} is not a valid regular expression ({exc})"[:300]) from None
+    return UserRegex(pattern, ignore_case, _re2_compile(pattern, ignore_case))
+
+
+def _re2_module() -> Any:
+    if os.environ.get("HERMES_PROCS_REGEX_ENGINE", "").lower() == "re":
+        return None
+    try:
+        import re2
+    except ImportError:
+        return None
+    return re2
+
+
+def _re2_compile(pattern: str, ignore_case: bool) -> Any:
+    """The RE2 regex for `pattern` (multi-line: ^ and $ at line ends), or None where RE2 cannot
+    take it or would read it differently."""
+    re2 = _re2_module()
+    if re2 is None or _DIVERGENT.search(pattern):
+        return None
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False
+    try:
+        return re2.compile("(?m)" + pattern, options)
+    except re2.error:
+        return None
+
+
+class UserRegex:
+    """A user's pattern and where it runs (``engine``: "re2" or "re" in a worker process).
+
+    Use it as a context manager, or call :meth:`close`, to end its worker."""
+
+    def __init__(self, source: str, ignore_case: bool, re2_regex: Any) -> None:
+        self.source = source
+        self.ignore_case = ignore_case
+        self._re2 = re2_regex
+        self._worker: Optional[_Worker] = None
+        self._lock = threading.Lock()
+        self._aborted = False
+
+    @property
+    def engine(self) -> str:
+        return "re2" if self._re2 is not None else "re"
+
+    def __enter__(self) -> UserRegex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.close()
+
+    def abort(self) -> None:
+        """Stop now, from any thread: the worker is killed, so a call in progress (in another
+        thread) raises PatternError at once, and so does every later call."""
+        self._aborted = True
+        worker = self._worker
+        if worker is not None:
+            worker.kill()
+
+    def lines(self, text: str | bytes) -> list[int]:
+        """Indices of the lines of `text` (split on ``\\n``; bytes are UTF-8) where the pattern
+        matches within the line."""
+        data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        if self._re2 is not None:
+            return _re2_lines(self._re2, data)
+        return [int(i) for i in self._call("lines", data)["lines"]]
+
+    def first(self, text: str) -> str | None:
+        """The text of the first match in `text` (^ and $ at line ends; a match may span lines)."""
+        if self._re2 is not None:
+            match = self._re2.search(text.encode("utf-8", "surrogatepass"))
+            return match.group(0).decode("utf-8", "replace") if match else None
+        found = self._call("first", text.encode("utf-8", "surrogatepass"))["match"]
+        return str(found) if found is not None else None
+
+    def spans(self, line: str) -> list[tuple[int, int]]:
+        """(start, end) of every non-empty match in one line of text, in characters."""
+        if self._re2 is not None:
+            return [m.span() for m in self._re2.finditer(line) if m.end() > m.start()]
+        return [(int(s), int(e)) for s, e in self._call("spans", line.encode("utf-8", "surrogatepass"))["spans"]]
+
+    def _call(self, op: str, data: bytes) -> dict[str, Any]:
+        with self._lock:
+            if self._aborted:
+                raise PatternError("the pattern was stopped")
+            if self._worker is None:
+                self._worker = _Worker(self.source, re.MULTILINE | (re.IGNORECASE if self.ignore_case else 0))
+            return self._worker.call(op, data)
+
+
+def _re2_lines(regex: Any, data: bytes) -> list[int]:
+    """The lines of `data` with a match, found by searching the whole text (RE2 matches at
+    C speed; lines are counted only up to each match). A match that spans a line end is
+    checked again within its first line alone."""
+    found: list[int] = []
+    search = regex.search
+    pos, end, line, counted = 0, len(data), 0, 0
+    while pos < end:
+        match = search(data, pos)
+        if match is None:
+            break
+        start = match.start()
+        line_start = data.rfind(b"\n", pos, start) + 1 or pos
+        line_end = data.find(b"\n", start)
+        if line_end == -1:
+            line_end = end
+        if match.end() <= line_end or search(data, line_start, line_end) is not None:
+            line += data.count(b"\n", counted, line_start)
+            counted = line_start
+            found.append(line)
+        pos = line_end + 1
+    return found
+
+
+class _Worker:
+    """`python -I -S regex_worker.py` holding one compiled pattern; every call has a deadline."""
+
+    def __init__(self, source: str, flags: int) -> None:
+        self.source = source
+        self.timeout = regex_timeout()
+        self.failed: PatternError | None = None
+        self.proc = subprocess.Popen(
+            [sys.executable or "python3", "-I", "-S", str(WORKER), str(self.timeout)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+        self._finalizer = weakref.finalize(self, _end, self.proc)
+        self.buffer = b""
+        reply = self.call("compile", source.encode("utf-8", "surrogatepass"), flags=flags)
+        if "ok" not in reply:
+            raise PatternError(f"pattern {source!r} is not a valid regular expression ({reply.get('error')})"[:300])
+
+    def call(self, op: str, data: bytes, **extra: Any) -> dict[str, Any]:
+        if self.failed is not None:
+            raise self.failed
+        header = json.dumps({"op": op, "n": len(data), **extra}).encode() + b"\n"
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(header + data)
+            self.proc.stdin.flush()
+            reply = self._reply(time.monotonic() + self.timeout)
+        except PatternError as exc:
+            self.fail(exc)
+            raise
+        except (OSError, ValueError) as exc:
+            error = PatternError(f"the regex worker process failed ({exc})")
+            self.fail(error)
+            raise error from None
+        if "error" in reply and op != "compile":
+            error = PatternError(f"the regex worker process failed ({reply['error']})")
+            self.fail(error)
+            raise error
+        return reply
+
+    def _reply(self, deadline: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise PatternTimeout(
+                    f"pattern {self.source[:80]!r} took too long (over {self.timeout:g} s on one block of "
+                    "the log; nested repeats such as (a+)+ backtrack without end): simplify it")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise PatternError("the regex worker process ended unexpectedly")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        reply = json.loads(line)
+        return reply if isinstance(reply, dict) else {"error": "bad reply"}
+
+    def fail(self, exc: PatternError) -> None:
+        """Every later call raises `exc`; the process is killed now."""
+        self.failed = exc
+        self.close()
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def kill(self) -> None:
+        """Kill the process without waiting (any thread): a reply being awaited meets end of file."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Kill and reap a worker (also when its UserRegex is garbage collected unclosed)."""
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
