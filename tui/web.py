@@ -2,9 +2,10 @@
 
 textual-serve starts one dashboard process per browser connection (`hermes_procs.tui.web_app`,
 with ``--read-only`` when asked: the refusal happens in that server-side process) and relays
-the terminal over a WebSocket.  Every request first passes :class:`~.web_guard.Guard` (Host,
-Origin, token).  The server binds loopback unless the caller allowed more (the CLI checks
-``--allow-remote``).
+the terminal over a WebSocket.  Its routes (the page, ``ws``, ``static/``) are mounted under the
+guard's secret prefix; ``/`` only logs in.  Every request first passes
+:class:`~.web_guard.Guard` (Host, Origin, path, token).  The server binds loopback unless the
+caller allowed more (the CLI checks ``--allow-remote``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import aiohttp_jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
-from .web_guard import Guard, is_loopback, new_token, url_host
+from .web_guard import Guard, is_loopback, new_token, private_headers, url_host
 
 TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's, made self-contained
 
@@ -40,9 +41,12 @@ class WebServer(Server):
         """No banner: `serve` prints the URL once the port is known."""
 
     async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
+        """textual-serve's routes under the secret prefix, ``/`` to log in, the guard in front."""
         assert self.guard is not None
-        app.middlewares.insert(0, self.guard.middleware)
+        app = web.Application(middlewares=[self.guard.middleware])
+        app.router.add_get("/", self.guard.login)
+        app.add_subapp(self.guard.prefix, await super()._make_app())
+        app.on_response_prepare.append(private_headers)
         return app
 
     @aiohttp_jinja2.template("app_index.html")
