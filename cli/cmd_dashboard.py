@@ -25,7 +25,8 @@ class Dashboard(Protocol):
 
     def start_demo(self, registry: Any) -> list[dict[str, Any]]: ...
 
-    def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool) -> int: ...
+    def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool,
+            max_sessions: int) -> int: ...
 
 
 _dashboard: Optional[Dashboard] = None

@@ -25,6 +25,8 @@ def web_cmd(
         "--read-only", help="Watch only: kill, signals, new jobs and input are refused by the server.")] = False,
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="Allow binding a non-loopback address (then use an SSH tunnel or TLS proxy).")] = False,
+    max_sessions: Annotated[int, typer.Option(
+        "--max-sessions", min=1, max=64, help="Most dashboards (browser tabs) running at once; more are refused.")] = 4,
 ) -> None:
     """Serve the dashboard in a browser at a printed URL with a secret token.
 
@@ -35,6 +37,6 @@ def web_cmd(
     host = host.strip("[]")
     if not host:
         raise CliError("--host needs an address, e.g. 127.0.0.1")
-    rc = plugged().web(home, host, port, read_only, allow_remote)
+    rc = plugged().web(home, host, port, read_only, allow_remote, max_sessions)
     if rc:
         raise typer.Exit(rc)

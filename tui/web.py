@@ -22,6 +22,7 @@ from aiohttp import web
 from textual_serve.server import Server
 
 from .web_guard import Guard, is_loopback, new_token, private_headers, url_host
+from .web_sessions import HEADER_TIMEOUT, MAX_SESSIONS, Sessions
 
 TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's, made self-contained
 
@@ -29,10 +30,11 @@ TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's
 class WebServer(Server):
     """textual-serve's Server behind the guard, quiet, with URLs taken from the (checked) Host."""
 
-    def __init__(self, command: str, host: str, port: int, token: str) -> None:
+    def __init__(self, command: str, host: str, port: int, token: str, max_sessions: int = MAX_SESSIONS) -> None:
         super().__init__(command, host=host, port=port, title="hermes-procs", templates_path=TEMPLATES)
         self.token = token
         self.guard: Guard | None = None
+        self.sessions = Sessions(self, max_sessions)
 
     def initialize_logging(self) -> None:
         """No per-request log lines: the terminal shows the URL and errors only."""
@@ -48,6 +50,10 @@ class WebServer(Server):
         app.add_subapp(self.guard.prefix, await super()._make_app())
         app.on_response_prepare.append(private_headers)
         return app
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """A dashboard process for this connection: capped, its terminal size clamped."""
+        return await self.sessions.handle(request)
 
     @aiohttp_jinja2.template("app_index.html")
     async def handle_index(self, request: web.Request) -> dict[str, Any]:
@@ -74,7 +80,7 @@ def app_command(home: str | None, read_only: bool) -> str:
 
 async def _serve(server: WebServer, stop: asyncio.Event) -> None:
     app = await server._make_app()
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
     await runner.setup()
     try:
         site = web.TCPSite(runner, server.host, server.port)
@@ -108,13 +114,14 @@ def _fail(message: str) -> int:
 
 
 def serve(home: str | None = None, host: str = "127.0.0.1", port: int = 8765, read_only: bool = False,
-          allow_remote: bool = False) -> int:
+          allow_remote: bool = False, max_sessions: int = MAX_SESSIONS) -> int:
     """Serve the dashboard until SIGINT/SIGTERM; returns the exit status (1 and one stderr line
-    when the address may not or cannot be bound).  Port 0 picks a free port (the URL shows it)."""
+    when the address may not or cannot be bound).  Port 0 picks a free port (the URL shows it).
+    At most ``max_sessions`` dashboards (browser tabs) run at once."""
     if not is_loopback(host) and not allow_remote:
         return _fail(f"refusing to bind non-loopback address {host} without --allow-remote "
                      f"(or keep 127.0.0.1 and use `ssh -L {port}:127.0.0.1:{port} HOST`)")
-    server = WebServer(app_command(home, read_only), host, port, new_token())
+    server = WebServer(app_command(home, read_only), host, port, new_token(), max_sessions)
     server.guard = Guard(host, port, server.token)
 
     async def main() -> None:
