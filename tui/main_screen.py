@@ -395,6 +395,8 @@ class MainScreen(Screen):
 
     @on(LogPane.SaveRequested)
     def _on_save_requested(self, message: LogPane.SaveRequested) -> None:
+        if refused(self, self.app.files):  # a read-only dashboard writes no file (the write refuses too)
+            return
         row = self.table.rows_by_id.get(message.session_id)
         suggested = os.path.join(os.getcwd(), f"{(row.name if row and row.name else message.session_id)}.log")
 
@@ -407,7 +409,7 @@ class MainScreen(Screen):
     @work(thread=True, group="save")
     def _save_log(self, jobdir: Path, dest: Path, plain: bool) -> None:
         try:
-            n = save_log(jobdir, dest, plain)
+            n = save_log(jobdir, dest, plain, self.app.files)
         except OSError as exc:
             self.post_message(ActionFailed("Save", f"{dest}: {exc.strerror or exc}"))
             return
