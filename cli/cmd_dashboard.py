@@ -12,6 +12,8 @@ from typing import Annotated, Any, Optional, Protocol
 
 import typer
 
+from hermes_procs.core.text import safe_strings
+
 from .app import app
 from .jobtable import jobs_text
 from .options import HomeOpt, opts, registry
@@ -94,4 +96,4 @@ def demo_cmd(
     for result in plugged().start_demo(reg):
         if result.get("status") in ERROR_STATUSES:
             err(result.get("error", "a sample job failed to start"))
-    out(jobs_text(reg.list(), show_all=True, tty=sys.stdout.isatty()))
+    out(jobs_text(safe_strings(reg.list()), show_all=True, tty=sys.stdout.isatty()))
