@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -19,6 +20,7 @@ from textual.screen import Screen
 
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.hosts import dashboard_registry
+from hermes_procs.core.text import safe_line, safe_text
 
 from .config import Config, load_config, remember_theme
 from .files import Files
@@ -76,6 +78,11 @@ class HermesApp(App):
         path = self.config.path
         if path is not None and self.is_running:  # not when the app closes before its first refresh
             self.theme_changed_signal.subscribe(self, lambda theme: remember_theme(path, theme.name, self.files))
+
+    def notify(self, message: str, *, title: str = "", **kwargs: Any) -> None:
+        """Every toast (of any widget or screen) goes through the one sanitiser: a job's name,
+        command or error text in it is shown with its escapes visible, never sent."""
+        super().notify(safe_text(message), title=safe_line(title), **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette (Ctrl-P): Textual's own commands (themes, keys, quit...) and
