@@ -43,10 +43,10 @@ def clamp_size(width: Any, height: Any) -> tuple[int, int]:
 class SizedAppService(AppService):
     """textual-serve's process manager with every terminal size clamped."""
 
-    async def start(self, width: int, height: int) -> None:
+    async def start(self, width: Any, height: Any) -> None:
         await super().start(*clamp_size(width, height))
 
-    async def set_terminal_size(self, width: int, height: int) -> None:
+    async def set_terminal_size(self, width: Any, height: Any) -> None:
         await super().set_terminal_size(*clamp_size(width, height))
 
 
@@ -82,8 +82,11 @@ class Sessions:
         return websocket
 
     async def _run(self, request: web.Request, websocket: web.WebSocketResponse) -> None:
+        async def close() -> None:
+            await websocket.close()
+
         service = SizedAppService(self.server.command, write_bytes=websocket.send_bytes,
-                                  write_str=websocket.send_str, close=websocket.close,
+                                  write_str=websocket.send_str, close=close,
                                   download_manager=self.server.download_manager)
         try:
             await service.start(*clamp_size(request.query.get("width"), request.query.get("height")))
@@ -94,7 +97,7 @@ class Sessions:
             await service.stop()
 
 
-async def _relay(websocket: web.WebSocketResponse, service: AppService) -> None:
+async def _relay(websocket: web.WebSocketResponse, service: SizedAppService) -> None:
     """The browser's messages to its dashboard (textual-serve's protocol: ``["stdin", text]``,
     ``["resize", {"width", "height"}]``, ``["ping", x]``, ``["blur"]``, ``["focus"]``)."""
     async for message in websocket:
