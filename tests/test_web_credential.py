@@ -15,7 +15,7 @@ import sys
 
 import aiohttp
 import pytest
-from webserver import Recorder, Screen, Served, chromium
+from webserver import Recorder, Screen, Served, WsClient, chromium
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -84,3 +84,25 @@ def test_no_other_loopback_port_receives_the_credential(tmp_path):
         served.stop()
         subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(home), "kill", "--grace", "0.2",
                         keeper_id], capture_output=True, timeout=30)
+
+
+def test_no_screenshot_command_in_the_browser(tmp_path):
+    """Textual's palette command "Screenshot" hands the browser a download at /download/<key>,
+    outside the secret path (refused): the browser's dashboard does not offer it."""
+    served = Served(tmp_path / "home")
+
+    async def palette(search: str) -> bytes:
+        async with WsClient(served) as client:
+            await client.wait_for(b"hermes-procs")
+            await client.ws.send_json(["stdin", "\x10"])  # Ctrl-P
+            await client.wait_for(b"Search for commands")
+            client.received.clear()
+            await client.ws.send_json(["stdin", search])
+            await asyncio.sleep(2.0)
+            return client.text()
+
+    try:
+        assert b"Change the current theme" in asyncio.run(palette("theme"))  # the palette answers ...
+        assert b"SVG" not in asyncio.run(palette("screensh"))  # ... but has no screenshot
+    finally:
+        served.stop()

@@ -9,10 +9,9 @@ import socket
 import time
 from pathlib import Path
 
-import aiohttp
 import pytest
 from conftest import wait_until
-from webserver import Served
+from webserver import Served, WsClient
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -82,50 +81,14 @@ def test_half_sent_requests_are_closed_after_the_header_timeout(tmp_path):
         served.stop()
 
 
-class Client:
-    """A raw WebSocket client of the dashboard: what it received, as text."""
-
-    def __init__(self, served: Served, query: str = "width=100&height=30") -> None:
-        self.served, self.query = served, query
-        self.received: list[bytes] = []
-
-    async def __aenter__(self) -> Client:
-        prefix, cookie = self.served.login()
-        origin = {"Origin": f"http://127.0.0.1:{self.served.port}"}
-        self.session = aiohttp.ClientSession()
-        self.ws = await self.session.ws_connect(f"http://127.0.0.1:{self.served.port}{prefix}ws?{self.query}",
-                                                headers={**cookie, **origin})
-        self.reader = asyncio.create_task(self._read())
-        return self
-
-    async def _read(self) -> None:
-        async for msg in self.ws:
-            if msg.type == aiohttp.WSMsgType.BINARY:
-                self.received.append(msg.data)
-
-    def text(self) -> bytes:
-        return b"".join(self.received)
-
-    async def wait_for(self, what: bytes, timeout: float = 40.0) -> None:
-        deadline = time.monotonic() + timeout
-        while what not in self.text():
-            assert time.monotonic() < deadline, f"never received {what!r}: {self.text()[-300:]!r}"
-            await asyncio.sleep(0.05)
-
-    async def __aexit__(self, *exc) -> None:
-        await self.ws.close()
-        self.reader.cancel()
-        await self.session.close()
-
-
 def test_dashboards_are_capped_with_a_clear_refusal(tmp_path):
     served = Served(tmp_path / "home", "--max-sessions", "2")
 
     async def scenario() -> None:
-        async with Client(served) as one, Client(served) as two:
+        async with WsClient(served) as one, WsClient(served) as two:
             await one.wait_for(b"hermes-procs")
             await two.wait_for(b"hermes-procs")
-            async with Client(served) as three:
+            async with WsClient(served) as three:
                 await three.wait_for(b"--max-sessions 2")
                 assert b"2 dashboards are open" in three.text()
                 await asyncio.sleep(1.0)
@@ -133,7 +96,7 @@ def test_dashboards_are_capped_with_a_clear_refusal(tmp_path):
         # one closed: the next connection gets a dashboard again
         await asyncio.sleep(0.5)
         wait_until(lambda: len(dashboards(served)) == 0, timeout=20)
-        async with Client(served) as four:
+        async with WsClient(served) as four:
             await four.wait_for(b"hermes-procs")
             assert b"--max-sessions" not in four.text()
 
@@ -152,7 +115,7 @@ def test_terminal_size_is_clamped(tmp_path):
     served = Served(tmp_path / "home")
 
     async def scenario() -> None:
-        async with Client(served, "width=8000&height=8000") as huge:
+        async with WsClient(served, "width=8000&height=8000") as huge:
             await huge.wait_for(b"hermes-procs")
             await asyncio.sleep(2.0)
             assert 24 <= max_row(huge.text()) <= 200, max_row(huge.text())

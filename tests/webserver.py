@@ -3,6 +3,7 @@ chromium driven by Playwright, and a second loopback server that records what it
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import http.server
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 
+import aiohttp
 import pytest
 from conftest import wait_until
 
@@ -68,6 +70,42 @@ class Served:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class WsClient:
+    """A raw WebSocket client of the dashboard: what it received, as text."""
+
+    def __init__(self, served: Served, query: str = "width=100&height=30") -> None:
+        self.served, self.query = served, query
+        self.received: list[bytes] = []
+
+    async def __aenter__(self) -> WsClient:
+        prefix, cookie = self.served.login()
+        origin = {"Origin": f"http://127.0.0.1:{self.served.port}"}
+        self.session = aiohttp.ClientSession()
+        self.ws = await self.session.ws_connect(f"http://127.0.0.1:{self.served.port}{prefix}ws?{self.query}",
+                                                headers={**cookie, **origin})
+        self.reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        async for msg in self.ws:
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                self.received.append(msg.data)
+
+    def text(self) -> bytes:
+        return b"".join(self.received)
+
+    async def wait_for(self, what: bytes, timeout: float = 40.0) -> None:
+        deadline = time.monotonic() + timeout
+        while what not in self.text():
+            assert time.monotonic() < deadline, f"never received {what!r}: {self.text()[-300:]!r}"
+            await asyncio.sleep(0.05)
+
+    async def __aexit__(self, *exc) -> None:
+        await self.ws.close()
+        self.reader.cancel()
+        await self.session.close()
 
 
 class Screen:
