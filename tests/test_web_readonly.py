@@ -22,18 +22,24 @@ from hermes_procs.tui.log_export import save_log
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
+async def selected(pilot, app, sid: str):
+    """Wait until job `sid` is listed and selected; returns the wait function used."""
+    async def until(predicate, what=""):
+        return await until_async(predicate, 6.0, what, pause=lambda: pilot.pause(0.03))
+
+    table = app.query_one(JobsTable)
+    await until(lambda: sid in table.rows_by_id, "listed")
+    table.select_id(sid)
+    await until(lambda: app.main.selected == sid, "selected")
+    return until
+
+
 async def test_read_only_refuses_kill_new_job_and_input(registry, alive):
     sid = registry.spawn("sleep 60", name="keeper")["session_id"]
     app = HermesApp(registry, sample_interval=0.2, read_only=True)
     async with app.run_test(size=(100, 30)) as pilot:
-        async def until(predicate, what=""):
-            return await until_async(predicate, 6.0, what, pause=lambda: pilot.pause(0.03))
-
-        table = app.query_one(JobsTable)
-        await until(lambda: sid in table.rows_by_id, "listed")
-        table.select_id(sid)
-        await until(lambda: app.main.selected == sid, "selected")
-        pid = table.rows_by_id[sid].pid
+        until = await selected(pilot, app, sid)
+        pid = app.query_one(JobsTable).rows_by_id[sid].pid
         await pilot.press("k")
         await until(lambda: "read-only" in notes(app), "read-only toast")
         assert not isinstance(app.screen, KillScreen)
@@ -62,13 +68,7 @@ async def test_read_only_writes_no_file_on_the_server(registry, tmp_path, monkey
     target = tmp_path / "authorized_keys"
     app = HermesApp(registry, sample_interval=0.2, read_only=True)
     async with app.run_test(size=(100, 30)) as pilot:
-        async def until(predicate, what=""):
-            return await until_async(predicate, 6.0, what, pause=lambda: pilot.pause(0.03))
-
-        table = app.query_one(JobsTable)
-        await until(lambda: sid in table.rows_by_id, "listed")
-        table.select_id(sid)
-        await until(lambda: app.main.selected == sid, "selected")
+        until = await selected(pilot, app, sid)
         await pilot.press("l", "ctrl+s")
         await until(lambda: "read-only" in notes(app), "read-only toast")
         if isinstance(app.screen, SaveLogScreen):  # (were the dialog shown, its Enter must write nothing)
