@@ -102,3 +102,14 @@ def test_errors_quoting_a_hostile_value_are_safe(registry, hostile, tmp_path):
     assert result.returncode == 1 and result.stderr.count(b"\n") == 1
     assert_safe(result, "run --cwd")
     assert b"\\x1b]2;x\\x07" in result.stderr
+
+
+def test_the_agent_tools_json_escapes_them_too(registry, hostile):
+    """The process tool's JSON string (and the MCP server's text, the same function) may be
+    printed by an agent's UI: no raw C1 or bidi control, the exact values after decoding."""
+    from hermes_procs.core.tool import handle_process
+
+    text = handle_process({"action": "list"}, registry)
+    assert not UNSAFE.findall(text.encode()), text[:300]
+    assert "\\u009b" in text
+    assert NAME in {job["name"] for job in json.loads(text)["processes"]}
