@@ -140,7 +140,8 @@ def test_busy_port_is_one_line(served, tmp_path):
 
 def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
     """A client is free to send any keystroke over the WebSocket: the dashboard process on the
-    server decides, and in --read-only it refuses (kill confirmed with y, a new job, input)."""
+    server decides, and in --read-only it refuses (kill confirmed with y, a new job, input, the
+    log saved to a file)."""
     import asyncio
     import time
 
@@ -153,6 +154,7 @@ def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
     reg = ProcessRegistry(home=home)
     sid = reg.spawn("read line; echo got $line; sleep 300", name="keeper")["session_id"]
     served = Served(home, "--read-only")
+    planted = tmp_path / "authorized_keys"
 
     async def attack() -> str:
         prefix, _ = served.login()
@@ -170,7 +172,8 @@ def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
             while "keeper" not in strip_ansi(b"".join(received).decode("utf-8", "replace")):
                 assert time.monotonic() < deadline, "the dashboard never showed the job"
                 await asyncio.sleep(0.05)
-            for key in ["k", "y", "s", "\r", "i", "x", "\r", "n", "true", "\r", "t", "x"]:
+            for key in ["k", "y", "s", "\r", "i", "x", "\r", "n", "true", "\r", "t", "x",
+                        "\x1b", "l", "\x13", "\x15", str(planted), "\r"]:  # save the log (Ctrl-S) to a path
                 await ws.send_json(["stdin", key])
                 await asyncio.sleep(0.2)
             await asyncio.sleep(1.0)
@@ -183,6 +186,7 @@ def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
         assert reg.poll(sid)["status"] == "running"
         assert [j["session_id"] for j in reg.list()] == [sid]  # no new job
         assert "got" not in reg.read_log(sid)["output"]  # no input reached it
+        assert not planted.exists()  # no file written on the server
     finally:
         served.stop()
         reg.kill(sid, grace=0.2)
