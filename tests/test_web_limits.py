@@ -4,7 +4,9 @@ their request, more dashboards than the server runs, a terminal of 8000 x 8000 c
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import signal
 import socket
 import time
 from pathlib import Path
@@ -140,6 +142,57 @@ def test_terminal_size_is_clamped(tmp_path):
             await huge.ws.send_json(["resize", {"width": 100, "height": 31}])
             assert await rows(lambda n: n >= 24) == 31  # the junk broke nothing
             assert len(dashboards(served)) == 1
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        served.stop()
+
+
+def gone(pids: list[int]) -> bool:
+    return not any(Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+                   for pid in pids)
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_no_dashboard_outlives_its_server(tmp_path, how):
+    """A server stopped (Ctrl-C) or killed while a browser is connected takes its dashboard
+    processes with it (they used to stay, 50 MB each, reading a closed pipe for ever)."""
+    served = Served(tmp_path / "home")
+
+    async def connected() -> list[int]:
+        async with WsClient(served) as client:
+            await client.wait_for(b"hermes-procs")
+            pids = dashboards(served)
+            assert len(pids) == 1
+            if how == "SIGKILL":
+                served.proc.kill()
+            else:
+                served.proc.send_signal(signal.SIGINT)
+            served.proc.wait(timeout=30)
+            return pids
+
+    try:
+        pids = asyncio.run(connected())
+        wait_until(lambda: gone(pids), timeout=15)
+    finally:
+        served.stop()
+
+
+def test_a_frozen_dashboard_does_not_keep_its_place(tmp_path):
+    """A dashboard that does not quit when its tab closes (stopped here; a frozen one alike) is
+    killed after a grace period, and its place under --max-sessions is free again."""
+    served = Served(tmp_path / "home", "--max-sessions", "1")
+
+    async def scenario() -> None:
+        async with WsClient(served) as first:
+            await first.wait_for(b"hermes-procs")
+            (pid,) = dashboards(served)
+            os.kill(pid, signal.SIGSTOP)
+        wait_until(lambda: gone([pid]), timeout=20)
+        async with WsClient(served) as second:
+            await second.wait_for(b"hermes-procs")
+            assert b"--max-sessions" not in second.text()
 
     try:
         asyncio.run(scenario())

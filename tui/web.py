@@ -69,13 +69,14 @@ class WebServer(Server):
 
 
 def app_command(home: str | None, read_only: bool) -> str:
-    """The shell command textual-serve runs for each browser connection."""
+    """The shell command textual-serve runs for each browser connection (``exec``: the dashboard
+    is the server's own child, which it can kill and which dies with it)."""
     argv = [sys.executable, "-m", "hermes_procs.tui.web_app"]
     if home:
         argv += ["--home", home]
     if read_only:
         argv.append("--read-only")
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 async def _serve(server: WebServer, stop: asyncio.Event) -> None:

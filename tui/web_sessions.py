@@ -9,7 +9,10 @@ What one browser (or a raw client with the credential) may cost the server:
   number is 80 x 24, and any other malformed message is ignored (it used to end the session);
 * a request whose headers are not complete within :data:`HEADER_TIMEOUT` seconds is closed
   (given to aiohttp as its keep-alive timeout, which also closes a connection that never sends a
-  whole request, even one byte at a time).
+  whole request, even one byte at a time);
+* a dashboard that has not quit :data:`QUIT_GRACE` seconds after its connection ended (frozen,
+  stopped) is killed, so it keeps no place under the cap; one whose server ended dies with it
+  (web_app.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from textual_serve.app_service import AppService
 
 HEADER_TIMEOUT = 10.0
 MAX_SESSIONS = 4
+QUIT_GRACE = 3.0  # seconds a dashboard gets to quit when its connection ends, then it is killed
 MAX_COLS, MAX_ROWS = 500, 200
 MIN_COLS, MIN_ROWS = 20, 5
 MAX_MESSAGE = 1 << 20  # bytes of one WebSocket message from the browser (keys, a paste, a resize)
@@ -94,7 +98,19 @@ class Sessions:
         except asyncio.CancelledError:  # the server shuts down
             await websocket.close()
         finally:
-            await service.stop()
+            await _stop(service)
+
+
+async def _stop(service: SizedAppService) -> None:
+    """Ask the dashboard to quit; kill it if it has not within QUIT_GRACE seconds."""
+    try:
+        await asyncio.wait_for(service.stop(), QUIT_GRACE)
+    except (TimeoutError, asyncio.CancelledError):
+        pass
+    finally:
+        process = service._process  # textual-serve's: the dashboard itself (the command execs)
+        if process is not None and process.returncode is None:
+            process.kill()
 
 
 async def _relay(websocket: web.WebSocketResponse, service: SizedAppService) -> None:
