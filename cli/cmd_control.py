@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from hermes_procs.core.model import JobInfo, Signal
+from hermes_procs.core.text import safe_line
 
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
@@ -152,7 +153,7 @@ def _tree_text(result: dict[str, Any]) -> str:
     for row in rows:
         mark = "input" if row.get("awaiting_input") else ""
         lines.append(f"{row['pid']:>7}  {row['state']:<5}  {row['cpu_percent']:>5.1f}  "
-                     f"{_mib(row['rss_bytes']):>7}  {mark:<5}  {'  ' * row['depth']}{row['command']}")
+                     f"{_mib(row['rss_bytes']):>7}  {mark:<5}  {'  ' * row['depth']}{safe_line(row['command'])}")
     return "\n".join(lines)
 
 

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Optional, Protocol
 
 import typer
 
+from hermes_procs.core.text import safe_strings
+
 from .app import app
 from .jobtable import jobs_text
 from .options import HomeOpt, opts, registry
@@ -25,7 +27,8 @@ class Dashboard(Protocol):
 
     def start_demo(self, registry: Any) -> list[dict[str, Any]]: ...
 
-    def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool) -> int: ...
+    def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool,
+            max_sessions: int) -> int: ...
 
 
 _dashboard: Optional[Dashboard] = None
@@ -93,4 +96,4 @@ def demo_cmd(
     for result in plugged().start_demo(reg):
         if result.get("status") in ERROR_STATUSES:
             err(result.get("error", "a sample job failed to start"))
-    out(jobs_text(reg.list(), show_all=True, tty=sys.stdout.isatty()))
+    out(jobs_text(safe_strings(reg.list()), show_all=True, tty=sys.stdout.isatty()))

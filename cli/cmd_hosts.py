@@ -12,6 +12,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from hermes_procs.core.text import safe_strings
+
 from .app import app
 from .options import HomeOpt, JsonOpt, opts
 from .output import CliError, out, print_json
@@ -43,7 +45,7 @@ def hosts_cmd(
         out("no remote hosts: start a job with --host ssh://HOST, or name hosts under [hosts] "
             "in the config file")
     else:
-        out(_table(rows))
+        out(_table(safe_strings(rows)))
 
 
 def _probe(urls: list[str]) -> list[dict[str, Any]]:

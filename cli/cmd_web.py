@@ -22,19 +22,22 @@ def web_cmd(
     )] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: a free one).")] = 8765,
     read_only: Annotated[bool, typer.Option(
-        "--read-only", help="Watch only: kill, signals, new jobs and input are refused by the server.")] = False,
+        "--read-only", help="Watch only: the server refuses kill, signals, new jobs, input, file writes.")] = False,
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="Allow binding a non-loopback address (then use an SSH tunnel or TLS proxy).")] = False,
+    max_sessions: Annotated[int, typer.Option(
+        "--max-sessions", min=1, max=64, help="Most dashboards (browser tabs) running at once; more are refused.")] = 4,
 ) -> None:
     """Serve the dashboard in a browser at a printed URL with a secret token.
 
-    Binds 127.0.0.1 by default; every request needs the token (cookie after the first visit)
-    and a Host/Origin naming this server, else it gets a one-line 403.
+    Binds 127.0.0.1 by default. The URL logs in once: the browser goes to a secret path with a
+    cookie scoped to it (no other local server ever receives it); every request needs both and
+    a Host/Origin naming this server, else it gets a one-line 403.
     """
     home, _ = opts(ctx, home)
     host = host.strip("[]")
     if not host:
         raise CliError("--host needs an address, e.g. 127.0.0.1")
-    rc = plugged().web(home, host, port, read_only, allow_remote)
+    rc = plugged().web(home, host, port, read_only, allow_remote, max_sessions)
     if rc:
         raise typer.Exit(rc)

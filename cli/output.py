@@ -4,17 +4,23 @@ status lines.
 
 Errors are one line on stderr, `hermes-procs: error: <sentence>`, exit status 1; never a
 traceback. With --json an error result is printed as JSON first, so scripts get the details.
+
+What a job controls (names, commands, argv, cwd, output) never reaches the terminal raw: a
+human rendering gets the result with every string through `core.text.safe_text` (escapes shown
+as `\x1b`), `out` passes its text through it again (keeping only the colours `ls` adds), errors
+through `safe_line`, and JSON is `core.text.safe_json` (C1 and bidi controls escaped too).
 """
 
 from __future__ import annotations
 
-import json
+import re
 import sys
 import time
 from collections.abc import Callable
 from typing import Any, Union
 
 from hermes_procs.core.model import JobInfo
+from hermes_procs.core.text import safe_json, safe_line, safe_strings, safe_text
 
 PROG = "hermes-procs"
 ERROR_STATUSES = ("error", "not_found")
@@ -33,17 +39,23 @@ class CliError(Exception):
 
 def err(message: str) -> None:
     """`hermes-procs: error: <message on one line>` on stderr."""
-    line = " ".join(str(message).split()) or "unknown error"
+    line = safe_line(str(message)) or "unknown error"
     sys.stderr.write(f"{PROG}: error: {line}\n")
     sys.stderr.flush()
 
 
+_SGR = re.compile(r"(\x1b\[[0-9;]*m)")  # the colours `ls` adds on a terminal (cli/jobtable.py)
+
+
 def out(text: str = "") -> None:
+    """Print human text; anything in it that could act on a terminal is shown escaped, but for
+    plain SGR colours (a job's own escapes were made visible text before, by `safe_strings`)."""
+    text = "".join(part if i % 2 else safe_text(part) for i, part in enumerate(_SGR.split(text)))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(safe_json(data) + "\n")
     sys.stdout.flush()
 
 
@@ -58,7 +70,7 @@ def emit(result: Any, as_json: bool, human: Callable[[Any], str | None] | None =
     if as_json:
         print_json(result)
     elif human is not None:
-        text = human(result)
+        text = human(safe_strings(result))
         if text:
             out(text)
     return result

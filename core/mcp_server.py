@@ -19,13 +19,13 @@ happens here, not in ``hermes_procs.core``, so the core works without the ``mcp`
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
+from .text import safe_json
 from .tool import run_action
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ _ERROR_STATUSES = ("error", "not_found")
 
 
 def _result(result: dict[str, Any]) -> CallToolResult:
-    text = json.dumps(result, ensure_ascii=False, default=str)
+    text = safe_json(result)  # a client may print it: C1 and bidi controls escaped too
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=result,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .paths import HomeError
 from .redact import redact_obj
-from .text import one_line
+from .text import one_line, safe_json
 
 if TYPE_CHECKING:
     from .registry import ProcessRegistry
@@ -344,7 +344,7 @@ def handle_process(args: Any, registry: ProcessRegistry | None = None, task_id: 
     """Perform one ``process`` tool call; returns a JSON string (see module docstring)."""
     result = run_action(args, registry, task_id)
     try:
-        return json.dumps(result, ensure_ascii=False, default=str)
+        return safe_json(result)  # an agent's UI may print it: C1 and bidi controls escaped too
     except Exception as exc:  # noqa: BLE001
         return json.dumps({"status": "error", "error": f"internal error: unserialisable result ({exc})"})
 

@@ -24,10 +24,11 @@ class _Dashboard:
         return run(home, demo=demo)
 
     @staticmethod
-    def web(home: str | None, host: str, port: int, read_only: bool, allow_remote: bool) -> int:
+    def web(home: str | None, host: str, port: int, read_only: bool, allow_remote: bool, max_sessions: int) -> int:
         from hermes_procs.tui.web import serve  # aiohttp and textual-serve load only here
 
-        return serve(home, host=host, port=port, read_only=read_only, allow_remote=allow_remote)
+        return serve(home, host=host, port=port, read_only=read_only, allow_remote=allow_remote,
+                     max_sessions=max_sessions)
 
     @staticmethod
     def start_demo(registry: Any) -> list[dict[str, Any]]:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
 import pytest
 
-from hermes_procs.core.text import Utf8Stream, collapse_cr, last_chars, strip_ansi, to_text
+from hermes_procs.core.text import (
+    Utf8Stream,
+    collapse_cr,
+    last_chars,
+    safe_json,
+    safe_line,
+    safe_strings,
+    safe_text,
+    strip_ansi,
+    to_text,
+)
 
 # --- Utf8Stream ------------------------------------------------------------------------
 
@@ -175,3 +186,39 @@ def test_last_chars_collapses_progress_of_last_line() -> None:
     data = b"x" * 100_000 + b"\n" + b"".join(b"\r%d%%" % i for i in range(101))
     assert last_chars(data, 10) == "xxxxx\n100%"
     assert "\r" not in last_chars(data, 50)
+
+
+# --- the sanitiser for what a job controls -------------------------------------------------
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    ("plain name – ünïcode ✓ 日本", "plain name – ünïcode ✓ 日本"),  # ordinary text unchanged
+    ("tab\tand\nnewline", "tab\tand\nnewline"),
+    ("\x1b]52;c;eA==\x07", "\\x1b]52;c;eA==\\x07"),
+    ("\x1b]2;title\x1b\\", "\\x1b]2;title\\x1b\\"),
+    ("\x9b31m\x9d0;t\x9c\x85\x80\x9f", "\\x9b31m\\x9d0;t\\x9c\\x85\\x80\\x9f"),
+    ("\x00\x08\x0b\x0c\r\x7f", "\\x00\\x08\\x0b\\x0c\\x0d\\x7f"),
+    ("a\u202eexe.txt\u2066b\u2069\u202a", "a\\u202eexe.txt\\u2066b\\u2069\\u202a"),
+    ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
+])
+def test_safe_text_shows_what_could_act_on_a_terminal(raw: str, shown: str) -> None:
+    assert safe_text(raw) == shown
+    shown.encode("utf-8")  # printable to any UTF-8 terminal
+
+
+def test_safe_line_is_one_line() -> None:
+    assert safe_line("  make \\\n  test\t-j4\x1b[2J\n") == "make \\ test -j4\\x1b[2J"
+    assert safe_line("a\u2028b\xa0c") == "a b c"
+
+
+def test_safe_json_decodes_to_the_same_value_with_no_unsafe_character() -> None:
+    value = {"name": "x\x1b]52;c;eA==\x07\x9b\x85\u202e\u2028\x7f\ud800é日", "n": [1, None, True]}
+    dumped = safe_json(value)
+    assert json.loads(dumped) == value
+    assert "é日" in dumped  # readable, not ensure_ascii
+    assert not re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]", dumped)
+
+
+def test_safe_strings_reaches_every_string_of_a_result() -> None:
+    result = {"status": "ok", "jobs": [{"name": "\x1b]2;t\x07", "pid": 5, "tags": ("\x9b",)}]}
+    assert safe_strings(result) == {"status": "ok", "jobs": [{"name": "\\x1b]2;t\\x07", "pid": 5, "tags": ["\\x9b"]}]}

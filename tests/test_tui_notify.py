@@ -167,7 +167,8 @@ def test_notify_settings_from_the_config_file(tmp_path):
 
 
 def test_sequences_drop_control_characters_and_wrap_for_tmux():
-    assert desktop_sequence("osc9", "t", "a\x1b]52;c;evil\x07b\nc") == "\x1b]9;t: a ]52;c;evil b c\x07"
+    # the one sanitiser: a job's escapes shown as text, never sent
+    assert desktop_sequence("osc9", "t", "a\x1b]52;c;evil\x07b\nc\x9b") == "\x1b]9;t: a\\x1b]52;c;evil\\x07b c\\x9b\x07"
     assert desktop_sequence("osc777", "a;b", "x") == "\x1b]777;notify;a,b;x\x07"
     assert desktop_sequence("off", "t", "x") == ""
     assert desktop_sequence("osc9", "t", "x", in_tmux=True) == "\x1bPtmux;\x1b\x1b]9;t: x\x07\x1b\\"

@@ -8,17 +8,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import wait_until
-from webserver import Served
+from webserver import Screen, Served, chromium
 
 pytestmark = pytest.mark.timeout(120)
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
 # `make screenshots` sets this to the repository's screenshots/ (README's web.png); otherwise the
 # picture goes to the test's temporary folder and a test run leaves the tree clean
 SCREENSHOT_DIR = os.environ.get("HERMES_PROCS_SCREENSHOT_DIR")
@@ -42,79 +38,46 @@ def log_text(home: Path, sid: str) -> str:
                           capture_output=True, text=True, timeout=30).stdout
 
 
-class Screen:
-    """The dashboard's output as the page received it over its WebSocket, as plain text."""
-
-    def __init__(self, page) -> None:
-        self.page = page
-        self.received: list[bytes] = []
-        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
-
-    def _frame(self, payload) -> None:
-        self.received.append(payload if isinstance(payload, bytes) else payload.encode())
-
-    def text(self) -> str:
-        from hermes_procs.core.text import strip_ansi
-
-        return strip_ansi(b"".join(self.received).decode("utf-8", "replace"))
-
-    def clear(self) -> None:
-        self.received.clear()
-
-    def wait_for(self, *words: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not all(w in self.text() for w in words):
-            assert time.monotonic() < deadline, f"the page never received {words}"
-            self.page.wait_for_timeout(100)
-
-
 def test_browser_sees_kills_and_types_into_a_job(tmp_path):
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"{CHROMIUM} missing (tools/system-deps.sh installs it when run as root)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra) is not installed")
     home = tmp_path / "home"
     victim = cli_run(home, "--name", "victim", "--", "sleep", "300")
     echoer = cli_run(home, "--name", "echoer", "--", sys.executable, "-u", "-c", ECHO)  # newest: selected first
     served = Served(home)
     try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1200, "height": 760})
-                shown = Screen(page)
-                page.goto(f"http://127.0.0.1:{served.port}/?token={served.token}")
-                # xterm.js draws on a canvas: the test reads what the app sent to this page, and
-                # checks that the page has written it to its terminal (textual-serve's classes)
-                page.wait_for_selector("body.-first-byte .textual-terminal.-connected", timeout=60_000)
-                assert "token" not in page.url  # taken out of the address bar: the cookie holds it
-                shown.wait_for("victim", "echoer")
-                page.locator(".xterm-helper-textarea").focus()  # where xterm.js takes keys
-                shown.clear()
-                page.keyboard.press("i")
-                # the input bar has the focus once the footer is drawn again (keys typed before
-                # would go to the table: Textual moves the focus after the keys already queued)
-                shown.wait_for("Search")
-                page.keyboard.type("hello-browser")
-                page.keyboard.press("Enter")
-                wait_until(lambda: "got: hello-browser" in log_text(home, echoer), timeout=30)
-                shown.wait_for("got: hello-browser")  # the log pane shows the job's answer
-                shown.clear()
-                page.keyboard.press("Escape")
-                shown.wait_for("Kill")  # the table has the focus: the full footer is drawn again
-                shown.clear()
-                page.keyboard.press("ArrowDown")
-                shown.wait_for(victim)  # the detail title names the selected job by its full id
-                shown.clear()
-                page.keyboard.press("k")
-                shown.wait_for("Kill this job?", victim)
-                page.keyboard.press("y")
-                wait_until(lambda: status(home, victim) != "running", timeout=30)
-                shown.wait_for("killed")
-                page.keyboard.press("ArrowUp")
-                page.wait_for_timeout(1000)
-                page.screenshot(path=str(Path(SCREENSHOT_DIR or tmp_path) / "web.png"))
-            finally:
-                browser.close()
+        with chromium() as browser:
+            page = browser.new_page(viewport={"width": 1200, "height": 760})
+            shown = Screen(page)
+            page.goto(f"http://127.0.0.1:{served.port}/?token={served.token}")
+            # xterm.js draws on a canvas: the test reads what the app sent to this page, and
+            # checks that the page has written it to its terminal (textual-serve's classes)
+            page.wait_for_selector("body.-first-byte .textual-terminal.-connected", timeout=60_000)
+            assert "token" not in page.url  # taken out of the address bar: the cookie holds it
+            shown.wait_for("victim", "echoer")
+            page.locator(".xterm-helper-textarea").focus()  # where xterm.js takes keys
+            shown.clear()
+            page.keyboard.press("i")
+            # the input bar has the focus once the footer is drawn again (keys typed before
+            # would go to the table: Textual moves the focus after the keys already queued)
+            shown.wait_for("Search")
+            page.keyboard.type("hello-browser")
+            page.keyboard.press("Enter")
+            wait_until(lambda: "got: hello-browser" in log_text(home, echoer), timeout=30)
+            shown.wait_for("got: hello-browser")  # the log pane shows the job's answer
+            shown.clear()
+            page.keyboard.press("Escape")
+            shown.wait_for("Kill")  # the table has the focus: the full footer is drawn again
+            shown.clear()
+            page.keyboard.press("ArrowDown")
+            shown.wait_for(victim)  # the detail title names the selected job by its full id
+            shown.clear()
+            page.keyboard.press("k")
+            shown.wait_for("Kill this job?", victim)
+            page.keyboard.press("y")
+            wait_until(lambda: status(home, victim) != "running", timeout=30)
+            shown.wait_for("killed")
+            page.keyboard.press("ArrowUp")
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(Path(SCREENSHOT_DIR or tmp_path) / "web.png"))
     finally:
         served.stop()
         subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(home), "kill", echoer],

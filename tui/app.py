@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -19,8 +20,10 @@ from textual.screen import Screen
 
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.hosts import dashboard_registry
+from hermes_procs.core.text import safe_line, safe_text
 
 from .config import Config, load_config, remember_theme
+from .files import Files
 from .help import HelpScreen, palette_entries
 from .main_screen import MainScreen
 from .readonly import ReadOnlyRegistry
@@ -44,10 +47,12 @@ class HermesApp(App):
                  sample_interval: float = 1.0, home_label: str | None = None,
                  config: Config | None = None, read_only: bool = False) -> None:
         """`read_only` (`hermes-procs web --read-only`): the registry itself refuses every change
-        to a job (tui/readonly.py); the screen's actions only say so early with a toast."""
+        to a job (tui/readonly.py) and `files` every file write on this machine (tui/files.py);
+        the screen's actions only say so early with a toast."""
         super().__init__()
         registry = registry if registry is not None else dashboard_registry(home)
         self.registry = ReadOnlyRegistry(registry) if read_only else registry
+        self.files = Files(read_only)
         self.config = config if config is not None else load_config()
         self.main = MainScreen(self.registry, sample_interval=sample_interval, home_label=home_label)
 
@@ -72,12 +77,19 @@ class HermesApp(App):
         """From now on (the configured theme is applied), a theme the user picks is kept."""
         path = self.config.path
         if path is not None and self.is_running:  # not when the app closes before its first refresh
-            self.theme_changed_signal.subscribe(self, lambda theme: remember_theme(path, theme.name))
+            self.theme_changed_signal.subscribe(self, lambda theme: remember_theme(path, theme.name, self.files))
+
+    def notify(self, message: str, *, title: str = "", **kwargs: Any) -> None:
+        """Every toast (of any widget or screen) goes through the one sanitiser: a job's name,
+        command or error text in it is shown with its escapes visible, never sent."""
+        super().notify(safe_text(message), title=safe_line(title), **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The command palette (Ctrl-P): Textual's own commands (themes, keys, quit...) and
         every action of the dashboard, generated from the same bindings as the help."""
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if not (self.is_web and command.title == "Screenshot"):  # its download is outside the web
+                yield command                                         # server's secret path: the browser has its own
         for title, help_text, action, target in palette_entries(self):
             yield SystemCommand(title, help_text, partial(self.run_action, action, target))
 

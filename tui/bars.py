@@ -15,15 +15,12 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from hermes_procs.core.text import safe_line as one_line  # one line, escapes shown, never sent
+
 from .jobs_table import fmt_duration, short_id
 from .sampler import JobRow
 
 __all__ = ["DetailTitle", "TopBar", "one_line"]
-
-
-def one_line(s: str) -> str:
-    """Collapse every run of whitespace (newlines included) to one space."""
-    return " ".join(s.split())
 
 
 class TopBar(Widget):

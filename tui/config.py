@@ -38,6 +38,7 @@ from rich.style import Style
 from hermes_procs.core.config import config_path
 from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
 
+from .files import Files
 from .notify import DESKTOP_MODES, KINDS, NotifySettings
 
 __all__ = ["DEFAULT_HIGHLIGHTS", "Config", "HighlightRule", "config_dir", "load_config", "remember_theme"]
@@ -156,16 +157,14 @@ def _state(config_path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def remember_theme(config_path: Path, theme: str) -> None:
-    """Keep the theme the user picked for the next start (never fails the app)."""
+def remember_theme(config_path: Path, theme: str, files: Files) -> None:
+    """Keep the theme the user picked for the next start (never fails the app; a read-only
+    dashboard's ``files`` refuse, and the theme lasts for this session only)."""
     state = _state(config_path)
     if state.get("theme") == theme:
         return
     state["theme"] = theme
     try:
-        config_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = config_path.parent / "state.json.tmp"
-        tmp.write_text(json.dumps(state))
-        tmp.replace(config_path.parent / "state.json")
+        files.replace(config_path.parent / "state.json", json.dumps(state))
     except OSError:
         pass

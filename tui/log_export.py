@@ -6,11 +6,12 @@ Both run in worker threads (a selection may span a 500 MB log) and read through
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from hermes_procs.core import logstore
 from hermes_procs.core.text import to_text
+
+from .files import Files
 
 __all__ = ["MAX_COPY_LINES", "save_log", "selected_text"]
 
@@ -29,15 +30,15 @@ def selected_text(jobdir: Path, first: int, last: int) -> str:
     return "\n".join(to_text(raw).rstrip("\r\n") for raw in raws)
 
 
-def save_log(jobdir: Path, dest: Path, plain: bool) -> int:
-    """Write the job's whole retained log to ``dest`` (a new file): the raw bytes, or with
-    ``plain`` the text without colours and escape sequences.  Returns the bytes written.
-    Raises OSError (e.g. FileExistsError) with the reason when the file cannot be written."""
+def save_log(jobdir: Path, dest: Path, plain: bool, files: Files) -> int:
+    """Write the job's whole retained log to ``dest`` (a new file, through ``files``): the raw
+    bytes, or with ``plain`` the text without colours and escape sequences.  Returns the bytes
+    written.  Raises OSError (e.g. FileExistsError, or PermissionError from a read-only
+    dashboard) with the reason when the file cannot be written."""
     start, end = logstore.dropped_bytes(jobdir), logstore.total_bytes(jobdir)
     written = 0
     carry = b""
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
+    with files.create(dest) as out:
         pos = start
         while pos < end:
             data = logstore.read_bytes(jobdir, pos, min(end, pos + _CHUNK))

@@ -30,6 +30,7 @@ from .bars import DetailTitle, TopBar, one_line
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
 from .exit_toasts import ExitToasts, summary
+from .files import Files
 from .find import FilterBar, FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
@@ -167,6 +168,11 @@ class MainScreen(Screen):
     def config(self) -> Config:
         """The dashboard's configuration (tui/config.py): keys, highlights, notify, theme."""
         return cast("HermesApp", self.app).config
+
+    @property
+    def files(self) -> Files:
+        """Where the dashboard writes files on this machine (tui/files.py; refuses when read-only)."""
+        return cast("HermesApp", self.app).files
 
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
@@ -395,6 +401,8 @@ class MainScreen(Screen):
 
     @on(LogPane.SaveRequested)
     def _on_save_requested(self, message: LogPane.SaveRequested) -> None:
+        if refused(self, self.files):  # a read-only dashboard writes no file (the write refuses too)
+            return
         row = self.table.rows_by_id.get(message.session_id)
         suggested = os.path.join(os.getcwd(), f"{(row.name if row and row.name else message.session_id)}.log")
 
@@ -407,7 +415,7 @@ class MainScreen(Screen):
     @work(thread=True, group="save")
     def _save_log(self, jobdir: Path, dest: Path, plain: bool) -> None:
         try:
-            n = save_log(jobdir, dest, plain)
+            n = save_log(jobdir, dest, plain, self.files)
         except OSError as exc:
             self.post_message(ActionFailed("Save", f"{dest}: {exc.strerror or exc}"))
             return

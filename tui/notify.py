@@ -19,15 +19,15 @@ driver that cannot write (headless, closing) never takes the dashboard down.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from hermes_procs.core.text import safe_line
 
 __all__ = ["DESKTOP_MODES", "KINDS", "NotifySettings", "alert", "clean", "desktop_sequence"]
 
 KINDS = ("input", "failure")  # a job waits for input; a job ends non-zero (killed, lost included)
 DESKTOP_MODES = ("osc9", "osc777", "off")
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class NotifySettings:
 
 def clean(text: str, limit: int = 200) -> str:
     """One line of printable text, at most ``limit`` characters (no escape can get through)."""
-    return " ".join(_CONTROLS.sub(" ", text).split())[:limit]
+    return safe_line(text)[:limit]
 
 
 def desktop_sequence(mode: str, title: str, body: str, in_tmux: bool = False) -> str:

@@ -177,7 +177,7 @@ class TreeScreen(ModalScreen[None]):
         result = message.result
         summary = self.query_one("#tree-summary", Static)
         if result.get("status") not in ("running", "exited"):
-            summary.update(result.get("error") or "the tree could not be read")
+            summary.update(Text(one_line(str(result.get("error") or "the tree could not be read"))))
             summary.add_class("error")
             return
         summary.remove_class("error")

@@ -13,14 +13,15 @@ from typing import Any
 from hermes_procs.core import ProcessRegistry
 
 READ_ONLY_ERROR = {"status": "error", "error": "read-only"}
-READ_ONLY_TOAST = "This dashboard is read-only: it shows jobs, it does not change them."
+READ_ONLY_TOAST = "This dashboard is read-only: it shows jobs, it does not change them or write files."
 _REFUSED = frozenset({"spawn", "write", "submit", "close_stdin", "resize", "signal", "signal_process", "kill", "prune",
                       "restart", "rerun", "remove"})
 
 
 def refused(widget: Any, registry: Any) -> bool:
-    """True, with a toast on `widget`, when `registry` is read-only: an action that would change a
-    job stops there (the registry would refuse it anyway; the toast says why nothing happens)."""
+    """True, with a toast on `widget`, when `registry` (or the app's `files`) is read-only: an
+    action that would change a job or write a file stops there (the registry or the write would
+    refuse it anyway; the toast says why nothing happens)."""
     if getattr(registry, "read_only", False) is not True:
         return False
     widget.notify(READ_ONLY_TOAST, title="Read-only", severity="warning", timeout=3, markup=False)

@@ -30,6 +30,7 @@ from typing import Any
 from textual.message import Message
 
 from hermes_procs.core.model import parse_time
+from hermes_procs.core.text import safe_line, safe_text
 
 from .trends import Trend, TrendRecorder
 
@@ -314,13 +315,15 @@ class Sampler(threading.Thread):
 
     @staticmethod
     def _row(job: dict[str, Any], order: int = 0) -> JobRow:
+        """The row of a list row; the text a job controls (name, command, cwd) through the one
+        sanitiser, so no widget, toast, dialog or copy shows its escapes raw."""
         running = job.get("status") == "running"
         unreachable = job.get("host_state") == "unreachable"
         return JobRow(
             session_id=job.get("session_id", ""),
-            name=job.get("name") or "",
-            command=job.get("command") or "",
-            cwd=job.get("cwd") or "",
+            name=safe_line(job.get("name") or ""),
+            command=safe_text(job.get("command") or ""),
+            cwd=safe_line(job.get("cwd") or ""),
             pid=job.get("pid"),
             pty=bool(job.get("pty")),
             status="running" if running else "exited",

@@ -2,9 +2,10 @@
 
 textual-serve starts one dashboard process per browser connection (`hermes_procs.tui.web_app`,
 with ``--read-only`` when asked: the refusal happens in that server-side process) and relays
-the terminal over a WebSocket.  Every request first passes :class:`~.web_guard.Guard` (Host,
-Origin, token).  The server binds loopback unless the caller allowed more (the CLI checks
-``--allow-remote``).
+the terminal over a WebSocket.  Its routes (the page, ``ws``, ``static/``) are mounted under the
+guard's secret prefix; ``/`` only logs in.  Every request first passes
+:class:`~.web_guard.Guard` (Host, Origin, path, token).  The server binds loopback unless the
+caller allowed more (the CLI checks ``--allow-remote``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import aiohttp_jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
-from .web_guard import Guard, is_loopback, new_token, url_host
+from .web_guard import Guard, is_loopback, new_token, private_headers, url_host
+from .web_sessions import HEADER_TIMEOUT, MAX_SESSIONS, Sessions
 
 TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's, made self-contained
 
@@ -28,10 +30,11 @@ TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's
 class WebServer(Server):
     """textual-serve's Server behind the guard, quiet, with URLs taken from the (checked) Host."""
 
-    def __init__(self, command: str, host: str, port: int, token: str) -> None:
+    def __init__(self, command: str, host: str, port: int, token: str, max_sessions: int = MAX_SESSIONS) -> None:
         super().__init__(command, host=host, port=port, title="hermes-procs", templates_path=TEMPLATES)
         self.token = token
         self.guard: Guard | None = None
+        self.sessions = Sessions(self, max_sessions)
 
     def initialize_logging(self) -> None:
         """No per-request log lines: the terminal shows the URL and errors only."""
@@ -40,10 +43,17 @@ class WebServer(Server):
         """No banner: `serve` prints the URL once the port is known."""
 
     async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
+        """textual-serve's routes under the secret prefix, ``/`` to log in, the guard in front."""
         assert self.guard is not None
-        app.middlewares.insert(0, self.guard.middleware)
+        app = web.Application(middlewares=[self.guard.middleware])
+        app.router.add_get("/", self.guard.login)
+        app.add_subapp(self.guard.prefix, await super()._make_app())
+        app.on_response_prepare.append(private_headers)
         return app
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """A dashboard process for this connection: capped, its terminal size clamped."""
+        return await self.sessions.handle(request)
 
     @aiohttp_jinja2.template("app_index.html")
     async def handle_index(self, request: web.Request) -> dict[str, Any]:
@@ -59,18 +69,19 @@ class WebServer(Server):
 
 
 def app_command(home: str | None, read_only: bool) -> str:
-    """The shell command textual-serve runs for each browser connection."""
+    """The shell command textual-serve runs for each browser connection (``exec``: the dashboard
+    is the server's own child, which it can kill and which dies with it)."""
     argv = [sys.executable, "-m", "hermes_procs.tui.web_app"]
     if home:
         argv += ["--home", home]
     if read_only:
         argv.append("--read-only")
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 async def _serve(server: WebServer, stop: asyncio.Event) -> None:
     app = await server._make_app()
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
     await runner.setup()
     try:
         site = web.TCPSite(runner, server.host, server.port)
@@ -104,13 +115,14 @@ def _fail(message: str) -> int:
 
 
 def serve(home: str | None = None, host: str = "127.0.0.1", port: int = 8765, read_only: bool = False,
-          allow_remote: bool = False) -> int:
+          allow_remote: bool = False, max_sessions: int = MAX_SESSIONS) -> int:
     """Serve the dashboard until SIGINT/SIGTERM; returns the exit status (1 and one stderr line
-    when the address may not or cannot be bound).  Port 0 picks a free port (the URL shows it)."""
+    when the address may not or cannot be bound).  Port 0 picks a free port (the URL shows it).
+    At most ``max_sessions`` dashboards (browser tabs) run at once."""
     if not is_loopback(host) and not allow_remote:
         return _fail(f"refusing to bind non-loopback address {host} without --allow-remote "
                      f"(or keep 127.0.0.1 and use `ssh -L {port}:127.0.0.1:{port} HOST`)")
-    server = WebServer(app_command(home, read_only), host, port, new_token())
+    server = WebServer(app_command(home, read_only), host, port, new_token(), max_sessions)
     server.guard = Guard(host, port, server.token)
 
     async def main() -> None:

@@ -7,8 +7,16 @@ Checked in this order, each refusal a plain-text 403 with one line saying why:
    wildcard bind (0.0.0.0, ::) any IP literal with the port, never a name;
 2. the Origin header, when present, is ``http(s)://`` + an allowed host (another site's page
    cannot open our WebSocket);
-3. the token printed at start: ``?token=`` once (then an HttpOnly SameSite=Strict cookie is
-   set) or that cookie.
+3. the path: ``/`` (where the printed URL logs in) or under the secret prefix ``/<random>/``
+   where every page, WebSocket and file of the dashboard lives;
+4. the token printed at start: ``/?token=`` logs in (a redirect to the prefix, setting an
+   HttpOnly SameSite=Strict cookie whose ``Path`` is the prefix), then that cookie (or
+   ``?token=``) under the prefix.
+
+Why a secret prefix: browsers send a cookie of 127.0.0.1 to *every* port of it, whatever its
+SameSite, so a cookie with ``Path=/`` went to any other local server the browser visited.  A
+cookie scoped to a path nobody else knows is sent to no other server; the prefix alone (in the
+address bar and history) lets nobody in without the cookie.
 """
 
 from __future__ import annotations
@@ -57,8 +65,9 @@ def _is_ip_literal(name: str) -> bool:
 class Guard:
     """The checks for one server: bound ``host``/``port`` and its ``token``."""
 
-    def __init__(self, host: str, port: int, token: str) -> None:
+    def __init__(self, host: str, port: int, token: str, prefix: str | None = None) -> None:
         self.token = token
+        self.prefix = f"/{prefix or new_token()}/"  # the secret path the dashboard lives under
         self.bind(host, port)
 
     def bind(self, host: str, port: int) -> None:
@@ -87,25 +96,53 @@ class Guard:
             parts = urlsplit(origin)
             if parts.scheme not in ("http", "https") or not self.host_ok(parts.netloc):
                 return f"forbidden: Origin {origin!r} is not this server"
+        path = request.rel_url.raw_path
+        if path != "/" and not path.startswith(self.prefix):
+            return "forbidden: not a page of this server (open the URL printed by `hermes-procs web`)"
         given = request.query.get("token")
         if given is not None:
-            if not secrets.compare_digest(given.encode(), self.token.encode()):
+            if not self._is_token(given):
                 return "forbidden: wrong token (use the URL printed by `hermes-procs web`)"
             return None
-        cookie = request.cookies.get(self.cookie)
-        if cookie is None:
+        cookies = self._cookies(request) if path != "/" else []
+        if not cookies:
             return "forbidden: no token (open the URL printed by `hermes-procs web`, with its ?token=...)"
-        if not secrets.compare_digest(cookie.encode(), self.token.encode()):
+        if not any(self._is_token(value) for value in cookies):
             return "forbidden: wrong token in cookie (open the URL printed by `hermes-procs web` again)"
         return None
 
+    def _is_token(self, given: str) -> bool:
+        return secrets.compare_digest(given.encode(), self.token.encode())
+
+    def _cookies(self, request: web.Request) -> list[str]:
+        """Every value sent for our cookie name: another local server may set one of the same name
+        with a shorter path (sent after ours), and it must not push ours out."""
+        values = []
+        for header in request.headers.getall("Cookie", []):
+            for pair in header.split(";"):
+                name, _, value = pair.strip().partition("=")
+                if name == self.cookie:
+                    values.append(value.strip('"'))
+        return values
+
+    async def login(self, request: web.Request) -> web.StreamResponse:
+        """``/?token=`` (checked by the middleware): the cookie, scoped to the secret prefix, and
+        a redirect there (the address bar then holds no token)."""
+        response = web.HTTPSeeOther(self.prefix)
+        response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path=self.prefix)
+        return response
+
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """The aiohttp middleware: refuse with a one-line 403, or pass and set the cookie."""
+        """The aiohttp middleware: refuse with a one-line 403, or pass."""
         why = self.refusal(request)
         if why is not None:
             return web.Response(status=403, text=why + "\n", content_type="text/plain")
-        response = await handler(request)
-        if "token" in request.query and not response.prepared:
-            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
-        return response
+        return await handler(request)
+
+
+async def private_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """On every response (pages, files, the WebSocket handshake, refusals): never cached, and no
+    Referer (with the secret prefix in it) sent to another site from our pages."""
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
