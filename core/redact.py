@@ -285,12 +285,17 @@ def _value_spans(low: str) -> list[tuple[int, int]]:
 
 def _describes(m: re.Match[str]) -> bool:
     """``GITHUB_TOKEN: present``, ``password = required``: a plain word after a colon or a spaced
-    ``=`` says something about the secret rather than being it. ``NAME=word`` (an assignment, as
-    in an env dump), a quoted value and a value with digits or symbols are values."""
+    ``=`` says something about the secret rather than being it; ``${API_KEY:-unset}`` is a shell
+    default. ``NAME=word`` (an assignment, as in an env dump), a quoted value and a value with
+    digits or symbols are values."""
     value = m.group("val")
-    if m.group("q") or value is None or not (value.isascii() and value.isalpha()):
+    if m.group("q") or value is None:
         return False
     gap = m.group(0)[: m.start("val") - m.start()]  # the name, the separator, blanks
+    if gap.endswith(":") and value[:1] in ("-", "=", "+", "?"):
+        return True  # ${NAME:-default}
+    if not (value.isascii() and value.isalpha()):
+        return False
     sep = gap.rstrip(" \t")
     if sep.endswith(":"):
         return True

@@ -1036,8 +1036,9 @@ def _job_shell(command: str) -> list[str]:
 def _rerun_shell(meta: dict[str, Any]) -> list[str] | None:
     """The shell a job ran in, for its rerun; None (the default shell) when it is gone or odd."""
     shell = meta.get("shell")
-    ok = isinstance(shell, list) and shell and all(isinstance(a, str) for a in shell) and shutil.which(shell[0])
-    return list(shell) if ok else None
+    if isinstance(shell, list) and shell and all(isinstance(a, str) for a in shell) and shutil.which(shell[0]):
+        return [str(a) for a in shell]
+    return None
 
 
 def _checked_shell(shell: object) -> list[str]:

@@ -51,6 +51,7 @@ def test_token_shapes_anywhere(token, hint):
 
 @pytest.mark.parametrize("text", [
     "GITHUB_TOKEN: present", "OPENAI_API_KEY: missing", "password = required", "Token : Set",
+    "echo ${OPENAI_API_KEY:-unset} ${DB_PASSWORD:=x} ${TOKEN:+set}",
 ])
 def test_words_describing_a_secret_are_kept(text):
     assert redact(text) == text
