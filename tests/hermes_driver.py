@@ -280,7 +280,7 @@ def watch_pattern():
 
 @scenario
 def kill_all_notifies():
-    _, sid = start("sleep 30", notify_on_complete=True)
+    start("sleep 30", notify_on_complete=True)
     time.sleep(0.3)
     count = registry().kill_all()
     time.sleep(0.8)
