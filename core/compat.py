@@ -38,9 +38,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from . import compat_remote, logstore, text
 from . import compat_results as results
 from . import compat_stock as stock
-from . import logstore, text
 from .compat_adopt import adopt, stock_entries
 from .compat_checkpoint import Checkpoint
 from .compat_events import Notifications
@@ -115,6 +115,8 @@ class HermesProcessRegistry:
         self._errors_logged: set[str] = set()
         self._secrets = SecretValues()
         self._stock: Any = None  # the registry the plugin replaced: runs what hermes-procs cannot
+        self._remote: dict[str, Any] = {}  # session id -> the registry of the sandbox host it runs on
+        self._hosts: dict[tuple[str, tuple[str, ...]], Any] = {}  # sandbox host -> its registry
         self.pending_watchers: list[dict[str, Any]] = []
         self._on_output: Any = None
         self.on_close: Any = None
@@ -146,11 +148,16 @@ class HermesProcessRegistry:
             log.warning("hermes-procs: %s failed: %s", what, text.one_line(str(exc)))
 
     def _resolve(self, session_id: Any) -> str | None:
-        """The full id of a job of this home, or None (unknown, malformed or ambiguous)."""
+        """The full id of a job of this home or of a sandbox job of this adapter, or None
+        (unknown, malformed or ambiguous)."""
         try:
             return resolve_id(self._registry.jobs_dir, session_id)
         except IdError:
-            return None
+            return session_id if isinstance(session_id, str) and session_id in self._remote else None
+
+    def _reg(self, session_id: str) -> Any:
+        """The registry the job lives in: this machine's, or its sandbox host's."""
+        return self._remote.get(session_id, self._registry)
 
     def _stock_has(self, session_id: Any) -> bool:
         """Whether `session_id` is a process of the registry the plugin replaced (not a job here)."""
@@ -184,16 +191,20 @@ class HermesProcessRegistry:
         return self._notes.pump()
 
     def _read_events(self) -> list[dict[str, Any]]:
-        """The events of the log this adapter has not read yet."""
-        try:
-            events = self._registry.drain_events(self.consumer, all_types=True, only_new=True)
-        except Exception as exc:  # noqa: BLE001 - the feeder thread must survive, but say why once
-            self._log_once("reading the event log", exc)
-            return []
-        if not isinstance(events, list):
-            self._log_once("reading the event log", str(events.get("error") if isinstance(events, dict) else events))
-            return []
-        return events
+        """The events of the logs (this machine's, the sandbox hosts') this adapter has not read yet."""
+        found = []
+        for registry in [self._registry, *self._hosts.values()]:
+            try:
+                events = registry.drain_events(self.consumer, all_types=True, only_new=True)
+            except Exception as exc:  # noqa: BLE001 - the feeder thread must survive, but say why once
+                self._log_once("reading the event log", exc)
+                continue
+            if not isinstance(events, list):
+                self._log_once("reading the event log", str(events.get("error") if isinstance(events, dict)
+                                                            else events))
+                continue
+            found.extend(events)
+        return found
 
     def take_over(self, old: Any) -> None:
         """Stand in for `old`, the registry Hermes made at import (the plugin calls this): its
@@ -220,10 +231,11 @@ class HermesProcessRegistry:
         self._output.close()
         self._save_checkpoint()
         if self._own_only:
-            try:
-                self._registry.forget_consumer(self.consumer)
-            except Exception as exc:  # noqa: BLE001
-                self._log_once("forgetting the event cursor", exc)
+            for registry in [self._registry, *self._hosts.values()]:
+                try:
+                    registry.forget_consumer(self.consumer)
+                except Exception as exc:  # noqa: BLE001
+                    self._log_once("forgetting the event cursor", exc)
 
     def __enter__(self) -> HermesProcessRegistry:
         return self
@@ -295,13 +307,20 @@ class HermesProcessRegistry:
     def spawn_via_env(self, env: Any, command: str, cwd: str | None = None, task_id: str = "",
                       session_key: str = "", timeout: int = 10, owner_task_id: str = "",
                       persist_on_release: bool = False) -> Any:
-        """A background process of one of Hermes' sandboxes: a local environment runs it here;
-        any other backend runs it as stock Hermes does (through the registry the plugin
-        replaced), or, without one, gets a session that failed to start, saying why."""
+        """A background process of one of Hermes' sandboxes: a local environment runs it here,
+        Docker and SSH ones as a job on the sandbox (core/compat_remote.py); any other backend,
+        or a sandbox hermes-procs cannot run jobs on, runs it as stock Hermes does (through the
+        registry the plugin replaced), or, without one, gets a session that failed to start."""
         if type(env).__name__ == "LocalEnvironment":
             return self.spawn_local(command, cwd=cwd or getattr(env, "cwd", None), task_id=task_id,
                                     session_key=session_key, owner_task_id=owner_task_id,
                                     persist_on_release=persist_on_release)
+        target = compat_remote.sandbox_host(env)
+        if target is not None:
+            session = self._spawn_on_host(target, command, [cwd, getattr(env, "cwd", None), None],
+                                          task_id, session_key, owner_task_id)
+            if session is not None:
+                return session
         if self._stock is not None:
             return self._stock.spawn_via_env(env, command, cwd=cwd, task_id=task_id, session_key=session_key,
                                              timeout=timeout)
@@ -313,11 +332,32 @@ class HermesProcessRegistry:
         return ProcessSession(None, info, outcome={"exit_code": -1, "completion_reason": "failed_start"},
                               output=message)
 
+    def _spawn_on_host(self, target: tuple[str, tuple[str, ...]], command: str, cwds: list[str | None],
+                       task_id: str, session_key: str, owner_task_id: str) -> ProcessSession | None:
+        """A job on a sandbox host, owned by this adapter; None (and one line in the log) when
+        the host cannot run it."""
+        labels = {"task_id": task_id or "", "session_key": session_key or "", "name": owner_name(task_id, session_key)}
+        try:
+            registry, result = compat_remote.spawn(self._hosts, target, self.consumer, command, cwds, labels)
+        except ValueError as exc:  # a host URL hermes-procs cannot use
+            registry, result = None, {"status": "error", "error": str(exc)}
+        if result.get("status") != "running" or registry is None:
+            self._log_once(f"running a background process on {target[0]} (it runs as in stock Hermes)",
+                           str(result.get("error")))
+            return None
+        info = {**result, **labels, "owner_task_id": owner_task_id or task_id or "", "started_at": time.time()}
+        with self._lock:
+            self._remote[result["session_id"]] = registry
+            session = self._adopt(ProcessSession(self, info))
+        session.pid_scope = "sandbox"
+        self._output.follow(session, registry)
+        return session
+
     # ---- settings after spawn and the checkpoint -----------------------------------------
     def _apply_watch_patterns(self, session: ProcessSession, patterns: list[str]) -> None:
         if session._outcome is not None or session.exited or session.adopted:
             return
-        result = self._registry.set_watch_patterns(session.id, patterns)
+        result = self._reg(session.id).set_watch_patterns(session.id, patterns)
         if result.get("status") not in ("ok", "already_exited"):
             raise ValueError(result.get("error", "could not set watch_patterns"))
 
@@ -329,7 +369,8 @@ class HermesProcessRegistry:
         with self._lock:
             entries = [{"session_id": s.id, **{k: getattr(s, k) for k in PERSISTED},
                         "registry_notify": s._registry_notify}
-                       for sid, s in self._sessions.items() if sid in self._own and not s.exited]
+                       for sid, s in self._sessions.items()
+                       if sid in self._own and sid not in self._remote and not s.exited]
         try:
             self._checkpoint.save(entries)
         except OSError as exc:
@@ -420,6 +461,10 @@ class HermesProcessRegistry:
 
     def _job_outcome(self, session_id: str) -> dict[str, Any] | None:
         """The job's outcome once it has ended (None while it runs); pruned or corrupt: lost."""
+        if session_id in self._remote:
+            got = self._remote[session_id].poll(session_id)
+            return {k: got.get(k) for k in ("exit_code", "completion_reason")} if got.get("status") == "exited" \
+                else None  # running, or the host is out of reach for now
         try:
             job = load(self._registry.job_dir(session_id))
         except (CorruptJob, IdError, OSError, ValueError):
@@ -429,6 +474,10 @@ class HermesProcessRegistry:
     def _output_tail(self, session_id: str, chars: int, masked: bool = True) -> str:
         """The last ``chars`` characters of the job's output as it was written (escape sequences,
         ``\r`` and all: Hermes' output buffer); re-read only when the log changed."""
+        if session_id in self._remote:
+            got = self._remote[session_id].log_bytes(session_id, max_bytes=min(chars * 4 + 4, 4 << 20))
+            tail = _decoded_tail(got.get("data") or b"", chars) if isinstance(got, dict) else ""
+            return self._view(tail) if masked else tail
         try:
             jobdir = self._registry.job_dir(session_id)
             st = os.stat(jobdir / "output.log")
@@ -474,7 +523,7 @@ class HermesProcessRegistry:
             return results.not_found(session_id)
         exited = session.exited  # before reading: a page read after the exit holds its last line
         tail = not offset and isinstance(limit, int) and limit > 0
-        page = self._registry.read_log(session.id, offset=None if tail else offset, limit=limit)
+        page = self._reg(session.id).read_log(session.id, offset=None if tail else offset, limit=limit)
         if page.get("status") not in ("running", "exited"):
             return self._view(page)
         result = results.log_page(session, page)
@@ -521,7 +570,7 @@ class HermesProcessRegistry:
                 return "timeout"
             if interrupt is not None and interrupt.is_set():
                 return "interrupted"
-            got = self._registry.wait(session.id, timeout=min(left, _WAIT_STEP), interrupt=interrupt)
+            got = self._reg(session.id).wait(session.id, timeout=min(left, _WAIT_STEP), interrupt=interrupt)
             status = got.get("status")
             if status == "exited":
                 session._settle(got)
@@ -663,7 +712,7 @@ class HermesProcessRegistry:
         session.termination_source = source  # read when the completion is delivered
         if consume_output:
             self._notes.consumed.add(session.id)
-        got = self._registry.kill(session.id, grace=grace)
+        got = self._reg(session.id).kill(session.id, grace=grace)
         status = got.get("status")
         if status == "already_exited":
             session.termination_source = ""
@@ -695,15 +744,15 @@ class HermesProcessRegistry:
 
     def write_stdin(self, session_id: str, data: str) -> dict[str, Any]:
         """Send `data` to the job's input as it is (PTY jobs, and pipe jobs: they have a real stdin here)."""
-        return self._stdin(session_id, "write", lambda sid: self._registry.write(sid, data), data)
+        return self._stdin(session_id, "write", lambda sid: self._reg(sid).write(sid, data), data)
 
     def submit_stdin(self, session_id: str, data: str = "") -> dict[str, Any]:
         """As write_stdin, with a newline appended (Enter)."""
-        return self._stdin(session_id, "submit", lambda sid: self._registry.write(sid, data + "\n"), data)
+        return self._stdin(session_id, "submit", lambda sid: self._reg(sid).write(sid, data + "\n"), data)
 
     def close_stdin(self, session_id: str) -> dict[str, Any]:
         """End the job's input (EOF)."""
-        return self._stdin(session_id, "close", self._registry.close_stdin)
+        return self._stdin(session_id, "close", lambda sid: self._reg(sid).close_stdin(sid))
 
     def _stdin(self, session_id: str, action: str, op: Callable[[str], dict[str, Any]],
                *data: str) -> dict[str, Any]:

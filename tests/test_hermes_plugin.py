@@ -308,3 +308,84 @@ DRAIN = textwrap.dedent("""
     owned = [t for _, t in pr.drain_notifications(owns_event=lambda e: e.get("session_key") == "s1")]
     print(json.dumps({"unfiltered": unfiltered, "owned": owned}))
 """)
+
+
+# ---- a sandbox backend: Hermes' SSH environment, against a real sshd ------------------------
+
+SANDBOX = textwrap.dedent("""
+    import json, time, model_tools
+    from tools.terminal_tool import terminal_tool
+    from tools.process_registry import process_registry as pr, _handle_process
+    def call(**args):
+        return json.loads(_handle_process(args))
+    started = json.loads(terminal_tool("echo on-the-box $(whoami) $PWD; sleep 3; echo done; exit 4",
+                                       background=True, notify_on_complete=True))
+    sid = started["session_id"]
+    out = {"started": sorted(started), "poll": call(action="poll", session_id=sid)}
+    out["wait"] = call(action="wait", session_id=sid, timeout=60)
+    other = json.loads(terminal_tool("sleep 60", background=True))["session_id"]
+    time.sleep(2.5)  # stock Hermes learns of a sandbox process every 2 s
+    out["kill"] = call(action="kill", session_id=other)
+    out["list"] = sorted(p["status"] for p in pr.list_sessions())
+    out["pid_scope"] = pr.get(sid).pid_scope
+    out["ids"] = [sid, other]
+    print(json.dumps(out))
+""")
+
+
+def _remote_jobs(home):
+    jobs = home / ".hermes" / "procs" / "jobs"
+    return sorted(p.name for p in jobs.iterdir()) if jobs.is_dir() else []
+
+
+def _end_remote_processes(user_home):
+    """What the remote side of these tests left running as the ssh user (its warm template, a
+    supervisor that lingers): the processes whose command line names that user's state home."""
+    import os
+    import signal
+
+    for entry in os.listdir("/proc"):
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if entry.isdigit() and str(user_home / ".hermes" / "procs").encode() in cmdline:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_ssh_sandbox_jobs_run_on_the_box(tmp_path, server):
+    """TERMINAL_ENV=ssh: stock Hermes runs the process on the box and reads its log file; with
+    the plugin it is a job on the box (under its supervisor there, output durable there), and
+    Hermes' answers are the same."""
+    import pwd
+    import shutil
+
+    import sshd
+
+    user_home = __import__("pathlib").Path(pwd.getpwnam(sshd.USER).pw_dir)
+    config = {"TERMINAL_ENV": "ssh", "TERMINAL_SSH_HOST": "127.0.0.1", "TERMINAL_SSH_USER": sshd.USER,
+              "TERMINAL_SSH_PORT": str(server.port), "TERMINAL_SSH_KEY": str(server.dir / "user_key")}
+    answers = {}
+    try:
+        for mode in ("stock", "plugin"):
+            hermes = Hermes(tmp_path / mode, plugin=mode == "plugin")
+            before = _remote_jobs(user_home)
+            got = hermes.run(SANDBOX, **config)
+            assert got.returncode == 0, got.stderr[-3000:]
+            answers[mode] = json.loads(got.stdout.splitlines()[-1])
+            answers[mode]["new_jobs"] = sorted(set(_remote_jobs(user_home)) - set(before))
+    finally:
+        _end_remote_processes(user_home)
+        shutil.rmtree(user_home / ".hermes" / "procs", ignore_errors=True)
+    stock, plugin = answers["stock"], answers["plugin"]
+    assert stock["new_jobs"] == [] and plugin["new_jobs"] == sorted(plugin.pop("ids"))  # jobs on the box
+    stock.pop("ids"), stock.pop("new_jobs"), plugin.pop("new_jobs")
+    for side in (stock, plugin):
+        for key in ("poll", "wait", "kill"):
+            side[key] = {k: v for k, v in side[key].items() if k not in ("pid", "uptime_seconds", "session_id")}
+    assert plugin["wait"]["exit_code"] == 4 and f"on-the-box {sshd.USER}" in plugin["wait"]["output"]
+    assert plugin["pid_scope"] == "sandbox" and plugin["kill"]["status"] == "killed"
+    assert _differences(stock, plugin) == []
