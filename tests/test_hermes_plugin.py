@@ -389,3 +389,54 @@ def test_ssh_sandbox_jobs_run_on_the_box(tmp_path, server):
     assert plugin["wait"]["exit_code"] == 4 and f"on-the-box {sshd.USER}" in plugin["wait"]["output"]
     assert plugin["pid_scope"] == "sandbox" and plugin["kill"]["status"] == "killed"
     assert _differences(stock, plugin) == []
+
+
+# ---- a sandbox backend: Hermes' Docker environment, against a real dockerd --------------------
+
+@pytest.fixture
+def daemon(request):
+    """The session's private dockerd with the test image (tests/dockerd.py)."""
+    try:
+        return request.getfixturevalue("docker_daemon")
+    except pytest.FixtureLookupError:
+        pytest.skip("needs the private dockerd of tests/dockerd.py (the docker_daemon fixture)")
+
+
+DOCKER = textwrap.dedent("""
+    import json, model_tools
+    from tools.terminal_tool import terminal_tool
+    from tools.process_registry import process_registry as pr, _handle_process
+    def call(**args):
+        return json.loads(_handle_process(args))
+    sid = json.loads(terminal_tool("echo in-the-container $(cat /etc/hostname | wc -c); sleep 3; echo done; exit 5",
+                                   background=True))["session_id"]
+    out = {"wait": call(action="wait", session_id=sid, timeout=60), "pid_scope": pr.get(sid).pid_scope,
+           "sid": sid}
+    from tools.terminal_tool import _active_environments
+    env = next(iter(_active_environments.values()))
+    out["jobs"] = env.execute("ls /root/.hermes/procs/jobs 2>/dev/null")["output"].split()
+    out["kill"] = call(action="kill", session_id=json.loads(terminal_tool("sleep 60", background=True))["session_id"])
+    env.cleanup()
+    print(json.dumps(out))
+""")
+
+
+def test_docker_sandbox_jobs_run_in_the_container(tmp_path, daemon):
+    """TERMINAL_ENV=docker: with the plugin the process is a job in Hermes' container
+    (docker://CONTAINER); Hermes' answers are those of stock Hermes."""
+    config = {"TERMINAL_ENV": "docker", "TERMINAL_DOCKER_IMAGE": daemon.image, "TERMINAL_DOCKER_NETWORK": "false",
+              "DOCKER_HOST": daemon.host, "TERMINAL_CWD": "/root"}
+    answers = {}
+    for mode in ("stock", "plugin"):
+        hermes = Hermes(tmp_path / mode, plugin=mode == "plugin")
+        got = hermes.run(DOCKER, timeout=240, **config)
+        assert got.returncode == 0, got.stderr[-3000:]
+        answers[mode] = json.loads(got.stdout.splitlines()[-1])
+    stock, plugin = answers["stock"], answers["plugin"]
+    assert stock["jobs"] == [] and plugin["jobs"] == [plugin["sid"]]  # a job in the container
+    assert plugin["wait"]["exit_code"] == 5 and "in-the-container" in plugin["wait"]["output"]
+    for side in (stock, plugin):
+        for key in ("jobs", "sid"):
+            side.pop(key)
+        side["kill"] = {k: v for k, v in side["kill"].items() if k != "session_id"}
+    assert _differences(stock, plugin) == []
