@@ -12,6 +12,8 @@ from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.compat import HermesProcessRegistry, ProcessSession
 from hermes_procs.core.events_stream import iter_events
 
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
+
 GHP = "ghp_" + "a1B2c3D4e5" * 4
 
 

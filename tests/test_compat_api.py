@@ -8,6 +8,8 @@ import types
 import pytest
 from conftest import wait_until
 
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
+
 
 def test_read_log_offsets_and_showing(hermes):
     """Hermes' paging: offset 0 (its default) is the tail, offset N starts at line N."""

@@ -4,9 +4,12 @@ routing fields, drain_notifications ownership, consumed completions. Real jobs t
 import logging
 import os
 
+import pytest
 from conftest import wait_until
 
 from hermes_procs.core.compat import HermesProcessRegistry, format_process_notification
+
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 
 
 def drained(hermes, **kwargs):

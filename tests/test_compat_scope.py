@@ -6,9 +6,12 @@ import sys
 import textwrap
 import time
 
+import pytest
 from conftest import wait_until
 
 from hermes_procs.core.compat import HermesProcessRegistry
+
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 
 
 def test_kill_all_and_queries_leave_the_humans_jobs_alone(hermes, registry, alive):

@@ -17,6 +17,8 @@ from hermes_procs.core import compat_output, compat_stock
 from hermes_procs.core.compat_adopt import stock_entries
 from hermes_procs.core.compat_secrets import SecretValues
 
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
+
 
 @pytest.fixture
 def login_home(tmp_path, monkeypatch):
