@@ -712,7 +712,7 @@ class HermesProcessRegistry:
         session.termination_source = source  # read when the completion is delivered
         if consume_output:
             self._notes.consumed.add(session.id)
-        got = self._reg(session.id).kill(session.id, grace=grace)
+        got = self._reg(session.id).kill(session.id, grace=stock.kill_grace() if grace is None else grace)
         status = got.get("status")
         if status == "already_exited":
             session.termination_source = ""

@@ -16,6 +16,7 @@ Hermes as its plugin), else from an equivalent here (the adapter used on its own
 - its working directory: the given one, else the nearest usable parent (``_resolve_safe_cwd``)
 - how long ``wait`` may block: ``$TERMINAL_TIMEOUT`` seconds (Hermes puts its config's
   ``terminal.timeout`` there), 180 by default
+- how long a kill waits between SIGTERM and SIGKILL: Hermes' ``terminal.daemon_term_grace_seconds``
 - ANSI stripping, the ``[IMPORTANT: ...]`` text of a notification, the agent's interrupt flag,
   the async-delegation completions a new registry restores, and the stock checkpoint file
   (``$HERMES_HOME/processes.json``)
@@ -34,7 +35,7 @@ from typing import Any
 from . import text
 from .compat_session import format_process_notification
 
-__all__ = ["COLS", "DEFAULT_WAIT", "ROWS", "checkpoint_path", "interrupted", "job_environ", "max_wait",
+__all__ = ["COLS", "DEFAULT_WAIT", "ROWS", "checkpoint_path", "interrupted", "job_environ", "kill_grace", "max_wait",
            "notification_text", "restore_delegations", "safe_cwd", "shell_argv", "strip_ansi"]
 
 DEFAULT_WAIT = 180
@@ -111,6 +112,18 @@ def max_wait() -> int:
         return int(os.getenv("TERMINAL_TIMEOUT", str(DEFAULT_WAIT)))
     except (TypeError, ValueError):
         return DEFAULT_WAIT
+
+
+def kill_grace() -> float | None:
+    """Seconds between SIGTERM and SIGKILL in a kill, from Hermes' config; None (the registry's
+    own grace) without Hermes, or when Hermes' is 0 (for Hermes: never SIGKILL; a job is killed
+    here, never left running)."""
+    module = hermes("tools.process_registry")
+    try:
+        grace = float(module.ProcessRegistry._daemon_term_grace_seconds()) if module is not None else 0.0
+    except Exception:  # noqa: BLE001 - Hermes' lookup failed: the registry's own grace
+        grace = 0.0
+    return grace if grace > 0 else None
 
 
 def strip_ansi(value: str) -> str:

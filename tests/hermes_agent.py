@@ -108,6 +108,11 @@ class Hermes:
         return subprocess.run([self.python, "-c", code], env=self.env(**extra), cwd=self.work,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
+    def start(self, code: str, **extra: str) -> subprocess.Popen[str]:
+        """As :meth:`run`, without waiting: read it with :func:`last_json`."""
+        return subprocess.Popen([self.python, "-c", code], env=self.env(**extra), cwd=self.work,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
     def driver(self, *scenarios: str) -> subprocess.Popen[str]:
         """tests/hermes_driver.py running `scenarios`; read it with :func:`results`."""
         script = str(Path(__file__).with_name("hermes_driver.py"))
@@ -132,3 +137,18 @@ def results(proc: subprocess.Popen[str], timeout: float = 300) -> dict[str, obje
         raise AssertionError(f"the driver failed ({proc.returncode}):\n{err[-4000:]}")
     data: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return data
+
+
+def last_json(proc: subprocess.Popen[str], timeout: float = 240) -> dict[str, object]:
+    """The JSON object a :meth:`Hermes.start` program printed last (it must have succeeded)."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err[-3000:]
+    data: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    return data
+
+
+def both(base: Path, code: str, timeout: float = 240, **extra: str) -> dict[str, dict[str, object]]:
+    """`code` run at the same time by a stock Hermes and one with the plugin, each in its own
+    installation under `base`: {"stock": what it printed last, "plugin": ...}."""
+    procs = {mode: Hermes(base / mode, plugin=mode == "plugin").start(code, **extra) for mode in ("stock", "plugin")}
+    return {mode: last_json(proc, timeout) for mode, proc in procs.items()}
