@@ -75,8 +75,8 @@ def _replace(old: Any, new: Any) -> int:
     count = 0
     for module in list(sys.modules.values()):
         try:
-            names = [name for name, value in vars(module).items() if value is old]
-        except TypeError:  # not a real module (a stand-in without __dict__)
+            names = [name for name, value in list(vars(module).items()) if value is old]
+        except (TypeError, RuntimeError):  # no __dict__ (a stand-in), or one another thread is filling
             continue
         for name in names:
             setattr(module, name, new)
