@@ -184,7 +184,7 @@ class HermesProcessRegistry:
         if sink is None:
             self._output.stop_all()
         for session in self._running(lambda s: not s.adopted):
-            self._output.follow(session, self._registry, from_start=False)
+            self._output.follow(session, self._reg(session.id), from_start=False)
 
     def pump(self) -> int:
         """Move pending events onto ``completion_queue`` now; returns how many were queued."""
