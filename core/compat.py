@@ -276,6 +276,9 @@ class HermesProcessRegistry:
         extra.setdefault("rows", stock.ROWS)
         extra.setdefault("cols", stock.COLS)
         try:
+            if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+                raise TypeError(f"cwd must be a path, not {cwd!r}")
+            folder = stock.safe_cwd(cwd)
             environ = stock.job_environ(env_vars)
             env = None if environ is not None else _child_overrides(env_vars)
         except (TypeError, ValueError, AttributeError) as exc:
@@ -283,7 +286,7 @@ class HermesProcessRegistry:
         if environ is not None:
             self._secrets.add_from(environ)
         with self._lock:  # the id is known before its events can be drained
-            result = self._registry.spawn(command, cwd=stock.safe_cwd(cwd), env=env, environ=environ,
+            result = self._registry.spawn(command, cwd=folder, env=env, environ=environ,
                                           shell=stock.shell_argv(bool(use_pty)), pty=bool(use_pty),
                                           task_id=task_id or "", session_key=session_key or "",
                                           notify_on_complete=notify, **extra)
@@ -748,7 +751,7 @@ class HermesProcessRegistry:
 
     def submit_stdin(self, session_id: str, data: str = "") -> dict[str, Any]:
         """As write_stdin, with a newline appended (Enter)."""
-        return self._stdin(session_id, "submit", lambda sid: self._reg(sid).write(sid, data + "\n"), data)
+        return self._stdin(session_id, "submit", lambda sid: self._reg(sid).write(sid, _with_enter(data)), data)
 
     def close_stdin(self, session_id: str) -> dict[str, Any]:
         """End the job's input (EOF)."""
@@ -771,6 +774,13 @@ def _close_at_exit(ref: weakref.ref[HermesProcessRegistry]) -> None:
     adapter = ref()
     if adapter is not None:
         adapter.close()
+
+
+def _with_enter(data: Any) -> Any:
+    """`data` and a newline, as Hermes submits (also to a PTY); other types go to the registry's check."""
+    if isinstance(data, str):
+        return data + "\n"
+    return bytes(data) + b"\n" if isinstance(data, (bytes, bytearray)) else data
 
 
 def _decoded_tail(data: bytes, chars: int) -> str:
