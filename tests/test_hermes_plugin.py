@@ -182,18 +182,22 @@ def test_jobs_outlive_hermes_and_show_their_owner(tmp_path):
 
 
 RECOVER = textwrap.dedent("""
-    import json, time
+    import json, os, time
     from hermes_cli.plugins import discover_plugins
     discover_plugins()   # the gateway's order: plugins first, then the recovery
     from tools.process_registry import process_registry as pr, _handle_process
     out = {{"recovered": pr.recover_from_checkpoint(), "watchers": len(pr.pending_watchers)}}
     short, long = {ids!r}
     out["poll"] = json.loads(_handle_process({{"action": "poll", "session_id": long}}))
+    open(os.environ["DRIVER_TMP"] + "/done", "w").close()   # the short one may end now
     out["wait"] = json.loads(_handle_process({{"action": "wait", "session_id": short, "timeout": 30}}))
     out["kill"] = json.loads(_handle_process({{"action": "kill", "session_id": long}}))
     out["after"] = json.loads(_handle_process({{"action": "poll", "session_id": long}}))
     print(json.dumps(out))
 """)
+
+
+UNTIL_DONE = 'while [ ! -e "$DRIVER_TMP/done" ]; do sleep 0.1; done'  # ends when RECOVER says so
 
 
 def _trimmed(out):
@@ -210,7 +214,7 @@ def _recover(hermes, ids):
 
 def test_a_restarted_hermes_takes_its_jobs_back_with_their_output(tmp_path):
     hermes = Hermes(tmp_path, plugin=True)
-    ids = _start(hermes, ("echo early; sleep 6; echo late; exit 3", True), ("echo hi; sleep 60", False))
+    ids = _start(hermes, (f"echo early; {UNTIL_DONE}; echo late; exit 3", True), ("echo hi; sleep 60", False))
     got = _recover(hermes, ids)
     assert got["recovered"] == 2
     assert got["poll"]["status"] == "running" and got["poll"]["detached"] is True
@@ -225,7 +229,7 @@ def test_processes_of_a_stock_hermes_are_adopted(tmp_path):
     answering as stock Hermes answers after the same restart."""
     installs = {mode: Hermes(tmp_path / mode, plugin=mode == "plugin") for mode in ("stock", "plugin")}
     # stock Hermes started them (HERMES_SAFE_MODE=1: Hermes loads no plugin)
-    starts = {mode: h.start(START.format(jobs=[("sleep 6", True), ("sleep 60", False)]), HERMES_SAFE_MODE="1")
+    starts = {mode: h.start(START.format(jobs=[(UNTIL_DONE, True), ("sleep 60", False)]), HERMES_SAFE_MODE="1")
               for mode, h in installs.items()}
     ids = {mode: proc.communicate(timeout=120)[0].split() for mode, proc in starts.items()}
     recovering = {mode: h.start(RECOVER.format(ids=ids[mode])) for mode, h in installs.items()}
