@@ -16,22 +16,34 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .jobstate import CorruptJob, load
 from .model import parse_time
-from .paths import IdError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .compat import HermesProcessRegistry
 
-__all__ = ["PERSISTED", "ROUTE_KEYS", "ProcessSession", "format_process_notification"]
+__all__ = ["PERSISTED", "ROUTE_KEYS", "ProcessSession", "format_process_notification", "stock_outcome"]
 
 # Watcher routing fields: ``watcher_<key>`` on the session, ``<key>`` in every event.
 ROUTE_KEYS = ("platform", "chat_id", "user_id", "user_name", "thread_id", "message_id")
 # Settings kept in the adapter's checkpoint (and restored by recover_from_checkpoint).
 PERSISTED = ("task_id", "owner_task_id", "session_key", "notify_on_complete", "watch_patterns",
              *(f"watcher_{k}" for k in ROUTE_KEYS), "watcher_interval", "persist_on_release",
-             "parent_session_id", "completion_output_chars", "termination_source", "detached", "handoff_note")
+             "parent_session_id", "completion_output_chars", "termination_source", "detached", "adopted",
+             "handoff_note")
 MAX_OUTPUT_CHARS = 200_000
+KILLED_EXIT_CODE = -15  # what stock Hermes reports for every job it killed
+
+
+def stock_outcome(outcome: dict[str, Any], adopted: bool) -> dict[str, Any]:
+    """A finished job's exit_code and completion_reason as stock Hermes words them: a killed job
+    has exit code -15; a process adopted from stock Hermes' checkpoint ended with an exit code
+    nobody saw (None) and reason "exited"."""
+    code, reason = outcome.get("exit_code"), outcome.get("completion_reason") or "exited"
+    if reason == "killed":
+        code = KILLED_EXIT_CODE
+    elif adopted and reason == "lost":
+        code, reason = None, "exited"
+    return {"exit_code": code, "completion_reason": reason, "ended_at": outcome.get("ended_at")}
 
 
 class ProcessSession:
@@ -70,11 +82,13 @@ class ProcessSession:
         self.termination_source: str = info.get("termination_source") or ""
         self.handoff_note: str = info.get("handoff_note") or ""
         self.detached: bool = bool(info.get("detached", False))  # re-adopted by recover_from_checkpoint
+        self.adopted: bool = bool(info.get("adopted", False))  # a stock Hermes process: no log, no exit code
         self.pid_scope: str = "host"
         self.process = self.env_ref = self.host_start_time = None  # upstream's in-process handles: none here
         self.systemd_unit, self.wsl_chain, self.heartbeat_seconds = "", False, 0
         self.max_output_chars: int = MAX_OUTPUT_CHARS
         self._watch_hits = 0
+        self._watch_disabled = False
         self._final: dict[str, Any] | None = None  # the outcome, once the job has exited
         self._ready = True
 
@@ -94,21 +108,28 @@ class ProcessSession:
         return self.id
 
     def _state(self) -> dict[str, Any]:
-        """The outcome fields; {} while the job runs (a cheap read of the job folder)."""
+        """The outcome fields as stock Hermes words them; {} while the job runs."""
         if self._outcome is not None:
             return self._outcome
         if self._final is not None:
             return self._final
         if self._owner is None:
             return {}
-        try:
-            job = load(self._owner._registry.job_dir(self.id))
-        except (CorruptJob, IdError, OSError, ValueError):  # corrupt, or pruned away
-            return {"exit_code": None, "completion_reason": "lost"}
-        if job.running:
+        outcome = self._owner._job_outcome(self.id)
+        if outcome is None:
             return {}
-        self._final = dict(job.outcome)
+        if self.termination_source and (outcome.get("completion_reason") == "lost" or (
+                outcome.get("completion_reason") == "exited" and (outcome.get("exit_code") or 0) < 0)):
+            # the adapter killed it (a kill done without the supervisor's help leaves the
+            # supervisor to record a plain signal death, or no record at all)
+            outcome = {**outcome, "completion_reason": "killed"}
+        self._final = stock_outcome(outcome, self.adopted)
         return self._final
+
+    def _settle(self, outcome: dict[str, Any]) -> None:
+        """The job has ended with `outcome` (a wait's word: the record may not be on disk yet)."""
+        if self._final is None and self._outcome is None:
+            self._final = stock_outcome(outcome, self.adopted)
 
     @property
     def exited(self) -> bool:

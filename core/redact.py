@@ -9,7 +9,9 @@ What is masked:
 
 - values of secret-named variables and fields, written as ``NAME=value``, ``NAME: value``,
   ``"NAME": "value"``, ``export NAME=value``, ``--name=value`` or ``--name value``; the names
-  are those of core/secretwords.py (the list the env filter uses too);
+  are those of core/secretwords.py (the list the env filter uses too). A plain word after a
+  colon or a spaced ``=`` (``GITHUB_TOKEN: present``, ``password = required``) describes the
+  secret and is kept;
 - credentials in command lines and config files: ``-pX`` on a mysql/mariadb line,
   ``docker|podman|helm ... login -p X``, ``curl -u user:pw``, netrc ``password X``,
   ``.pgpass`` lines (``host:port:db:user:password``);
@@ -255,6 +257,8 @@ def _value_spans(low: str) -> list[tuple[int, int]]:
             group = "qval" if "q" in m.re.groupindex and m.group("q") else "val"
             if m.re is _USER_PW_RE and m.group("user").isdigit() and m.group("val").isdigit():
                 continue  # -u 1000:1000 is a uid:gid, not a login
+            if m.re is _ASSIGN_RE and _describes(m):
+                continue
             spans.append(m.span(group))
 
     if any(t in low for t in _ASSIGN_TRIGGERS) or "pass" in low:
@@ -277,6 +281,27 @@ def _value_spans(low: str) -> list[tuple[int, int]]:
     if ":" in low:
         add(_PGPASS_RE)
     return spans
+
+
+def _describes(m: re.Match[str]) -> bool:
+    """``GITHUB_TOKEN: present``, ``password = required``: a plain word after a colon or a spaced
+    ``=`` says something about the secret rather than being it; ``${API_KEY:-unset}`` is a shell
+    default. ``NAME=word`` (an assignment, as in an env dump), a quoted value and a value with
+    digits or symbols are values."""
+    value = m.group("val")
+    if m.group("q") or value is None:
+        return False
+    gap = m.group(0)[: m.start("val") - m.start()]  # the name, the separator, blanks
+    if gap.endswith(":") and value[:1] in ("-", "=", "+", "?"):
+        return True  # ${NAME:-default}
+    if not (value.isascii() and value.isalpha()):
+        return False
+    sep = gap.rstrip(" \t")
+    if sep.endswith(":"):
+        return True
+    if not sep.endswith("="):
+        return False  # "Bearer ", "Basic " or "token " stands between: a credential follows
+    return gap != sep or sep[:-1] != sep[:-1].rstrip(" \t")  # a spaced "="
 
 
 def _mask_values(text: str) -> str:
@@ -343,7 +368,7 @@ def _mask_head(text: str) -> str:
             and not m.group(0).endswith(MASK):
         return MASK + text[m.end():]
     m = _HEAD_ASSIGN_RE.match(text)
-    if m:
+    if m and not _describes(m):
         group = "qval" if m.group("q") else "val"
         start, end = m.span(group)
         if not text[start:end].endswith(MASK):

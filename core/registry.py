@@ -191,19 +191,23 @@ class ProcessRegistry:
               pty: bool = False, name: str | None = None, task_id: str = "", session_key: str = "",
               notify_on_complete: bool = False, watch_patterns: list[str] | None = None, rows: int = 30,
               cols: int = 120, max_runtime: float | None = None, quiet_after: float | None = None,
-              rerun_of: str | None = None) -> dict[str, Any]:
+              rerun_of: str | None = None, shell: list[str] | None = None,
+              environ: dict[str, str] | None = None) -> dict[str, Any]:
         """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument;
-        `quiet_after`: emit quiet events; `rerun_of`: set by restart).
+        `quiet_after`: emit quiet events; `rerun_of`: set by restart). `shell`: the argv the command
+        is appended to (default `bash -c` or $HERMES_PROCS_SHELL); `environ`: the job's whole
+        environment, used as given (nothing filtered or added; `env` still applies on top) and
+        not written to the job folder (the Hermes plugin passes the environment Hermes builds).
 
         Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
         self._auto_prune()  # before the new job exists: a job that ends at once is never pruned by its own spawn
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
-                                watch_patterns, rows, cols, max_runtime)
+                                watch_patterns, rows, cols, max_runtime, shell)
         meta.update(_rerun_meta(env, quiet_after, rerun_of))
         jobdir = self.jobs_dir / meta["session_id"]
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
                 meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"], command]
-        job_env = child_env(env, pty)
+        job_env = child_env(env, pty) if environ is None else _given_environ(environ, env)
         _exec_limits(argv, job_env)
         report: dict[str, Any] = {"error": "interrupted"}
         try:
@@ -264,7 +268,7 @@ class ProcessRegistry:
 
     def _spawn_meta(self, command: str, cwd: str | os.PathLike[str] | None, env: dict[str, str] | None, pty: bool,
                     name: str | None, task_id: str, session_key: str, notify: bool, watch: list[str] | None,
-                    rows: int, cols: int, max_runtime: float | None) -> dict[str, Any]:
+                    rows: int, cols: int, max_runtime: float | None, shell: list[str] | None) -> dict[str, Any]:
         """The new job's meta.json, every argument checked (BadInput: one line on the first bad one)."""
         _check_command(command)
         cwd = _checked_cwd(cwd)
@@ -276,7 +280,7 @@ class ProcessRegistry:
             _check_watch_patterns(watch)
         if max_runtime is not None:
             max_runtime = seconds(max_runtime, "max_runtime")
-        shell = _job_shell(command)
+        shell = _job_shell(command) if shell is None else _checked_shell(shell)
         return {"session_id": new_session_id(), "command": command, "cwd": cwd, "pty": bool(pty),
                 "name": name or "", "task_id": task_id or "",
                 "session_key": session_key or "", "notify_on_complete": bool(notify),
@@ -699,7 +703,7 @@ class ProcessRegistry:
                           notify_on_complete=bool(meta.get("notify_on_complete")),
                           watch_patterns=meta.get("watch_patterns") or None, rows=meta.get("rows", 30),
                           cols=meta.get("cols", 120), max_runtime=meta.get("max_runtime"),
-                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id)
+                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id, shell=_rerun_shell(meta))
 
     # ---- live operations ---------------------------------------------------------------
     def _live(self, job: Job, message: dict[str, Any], timeout: float | None = 10.0) -> dict[str, Any]:
@@ -1048,6 +1052,30 @@ def _job_shell(command: str) -> list[str]:
     if not shutil.which(shell[0]):
         raise BadInput(f"Shell not found: {shell[0]} (set HERMES_PROCS_SHELL to a shell that exists)")
     return shell
+
+
+def _rerun_shell(meta: dict[str, Any]) -> list[str] | None:
+    """The shell a job ran in, for its rerun; None (the default shell) when it is gone or odd."""
+    shell = meta.get("shell")
+    if isinstance(shell, list) and shell and all(isinstance(a, str) for a in shell) and shutil.which(shell[0]):
+        return [str(a) for a in shell]
+    return None
+
+
+def _checked_shell(shell: object) -> list[str]:
+    """A shell argv prefix given to spawn: strings without NUL, the program found."""
+    if not (isinstance(shell, list) and shell and all(isinstance(a, str) and "\0" not in a for a in shell)):
+        raise BadInput("shell must be a list of strings: the program and its arguments before the command")
+    if not shutil.which(shell[0]):
+        raise BadInput(f"Shell not found: {shell[0]}")
+    return list(shell)
+
+
+def _given_environ(environ: object, env: dict[str, str] | None) -> dict[str, str]:
+    """The job's whole environment as the caller gave it, with `env` on top."""
+    _check_env(environ)
+    assert isinstance(environ, dict)  # _check_env
+    return {**{k: str(v) for k, v in environ.items()}, **{k: str(v) for k, v in (env or {}).items()}}
 
 
 def _rerun_meta(env: dict[str, str] | None, quiet_after: float | None, rerun_of: str | None) -> dict[str, Any]:

@@ -182,6 +182,7 @@ class Host:
     home: str | None = None
     python: str = "python3"
     extra: tuple[str, ...] = field(default=())
+    ssh_options: tuple[str, ...] = field(default=())  # given by a program (the Hermes plugin), not the URL
 
     @property
     def label(self) -> str:
@@ -191,7 +192,7 @@ class Host:
         """The local command that runs `remote` (an argv) on the host with stdio attached."""
         if self.scheme == "ssh":
             # the user's options first: for each option ssh keeps the first value it is given
-            opts = shlex.split(os.environ.get("HERMES_PROCS_SSH_ARGS", ""))
+            opts = [*shlex.split(os.environ.get("HERMES_PROCS_SSH_ARGS", "")), *self.ssh_options]
             port = ["-p", str(self.port)] if self.port else []
             return ["ssh", *opts, "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
                     "-o", "ServerAliveCountMax=3", *_control_master(), *port, "--", self.target,
@@ -647,7 +648,7 @@ def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
 
 def connection(host: Host) -> Connection:
     """The process's one connection to `host` (shared by every RemoteRegistry of it)."""
-    key = host.url + "\0" + os.environ.get("HERMES_PROCS_SSH_ARGS", "")
+    key = "\0".join([host.url, os.environ.get("HERMES_PROCS_SSH_ARGS", ""), *host.ssh_options])
     with _CONN_LOCK:
         conn = _CONNECTIONS.get(key)
         if conn is None:
@@ -662,13 +663,17 @@ class RemoteRegistry:
 
     remote = True
 
-    def __init__(self, host: str, home: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, host: str, home: str | os.PathLike[str] | None = None,
+                 ssh_options: tuple[str, ...] = ()) -> None:
+        """`ssh_options`: ssh options for this host only, after $HERMES_PROCS_SSH_ARGS' and
+        before the defaults (for each option ssh keeps the first value it is given)."""
         from .config import host_aliases
 
         parsed = parse_host(host, host_aliases())
-        if home is not None:
-            parsed = Host(parsed.url, parsed.scheme, parsed.target, parsed.port, str(home), parsed.python,
-                          parsed.extra)
+        if home is not None or ssh_options:
+            parsed = Host(parsed.url, parsed.scheme, parsed.target, parsed.port,
+                          parsed.home if home is None else str(home), parsed.python, parsed.extra,
+                          tuple(ssh_options))
         self.host = parsed
         self.conn = connection(parsed)
 

@@ -35,7 +35,19 @@ def home(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def hermes(home):
+def login_shell_home(tmp_path, monkeypatch):
+    """A HOME without start-up files for the jobs of the Hermes adapter: they run in a login
+    interactive shell, as Hermes runs them, which reads the user's rc files (a user's may be
+    slow: root's here runs `pyenv init`, which waits on a stale lock some killed shell left)."""
+    path = tmp_path / "login-home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    return path
+
+
+@pytest.fixture
+def hermes(home, login_shell_home):
     """A Hermes adapter (core/compat.py) over the temporary home; kills its jobs afterwards."""
     from hermes_procs.core.compat import HermesProcessRegistry
 

@@ -12,6 +12,8 @@ from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.compat import HermesProcessRegistry, ProcessSession
 from hermes_procs.core.events_stream import iter_events
 
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
+
 GHP = "ghp_" + "a1B2c3D4e5" * 4
 
 
@@ -26,7 +28,8 @@ def test_spawn_local_session_object(hermes, tmp_path):
     done = hermes.wait(session.id, timeout=10)
     assert done["status"] == "exited" and done["exit_code"] == 5
     assert session.exited is True and session.exit_code == 5 and session.completion_reason == "exited"
-    assert session.output_buffer == "hi\n"  # the raw tail, newline and all (upstream's rolling buffer)
+    # the raw tail, newline and all (Hermes' rolling buffer); `exit` in a login shell says "logout"
+    assert session.output_buffer == "hi\nlogout\n"
     assert hermes.get(session.id) is session and hermes.get(session.id[:9]) is session  # same object
     assert hermes.get("proc_ffffffffffff") is None and hermes.get("../x") is None
 
@@ -48,14 +51,21 @@ def test_spawn_local_opt_out_and_extras(hermes):
     watched = hermes.spawn_local("echo READY; sleep 30", watch_patterns=["READY"])
     event = hermes.completion_queue.get(timeout=10)
     assert event["type"] == "watch_match" and event["session_id"] == watched.id
-    assert hermes.list_sessions()[1]["name"] == "quiet"
+    assert hermes.get(quiet.id).name == "quiet" and watched.name == "hermes"  # the owner, by default
     with pytest.raises(TypeError):
         hermes.spawn_local("true", bogus=1)
 
 
-def test_spawn_local_failure_raises(hermes, tmp_path):
-    with pytest.raises(RuntimeError, match="nope"):
-        hermes.spawn_local("true", cwd=str(tmp_path / "nope"))
+def test_spawn_local_failure_raises(hermes):
+    with pytest.raises(RuntimeError, match=r"at most \d+ bytes fit in one exec argument"):
+        hermes.spawn_local("echo " + "x" * (1 << 20))
+    with pytest.raises(RuntimeError, match="env_vars must be a dict"):
+        hermes.spawn_local("true", env_vars=["A=1"])
+
+
+def test_missing_cwd_runs_in_the_nearest_folder_as_hermes_does(hermes, tmp_path):
+    session = hermes.spawn_local("pwd", cwd=str(tmp_path / "gone" / "deeper"))
+    assert hermes.wait(session.id, timeout=10)["output"] == f"{tmp_path}\n"
 
 
 def test_env_vars_and_pty(hermes):
@@ -64,7 +74,8 @@ def test_env_vars_and_pty(hermes):
     hermes.wait(session.id, timeout=10)
     out = hermes.read_log(session.id)["output"]
     assert "v=42" in out and "on-a-tty" in out
-    assert hermes.read_log(session.id, offset=0, limit=1)["output"] == "v=42"
+    assert hermes.read_log(session.id, offset=0, limit=1)["output"] == "on-a-tty"  # offset 0: the tail
+    assert hermes.read_log(session.id, offset=1, limit=1)["output"] == "on-a-tty"  # offset 1: from line 1
 
 
 def test_stdin_methods(hermes):

@@ -8,20 +8,25 @@ import types
 import pytest
 from conftest import wait_until
 
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
+
 
 def test_read_log_offsets_and_showing(hermes):
-    session = hermes.spawn_local("for i in $(seq 0 99); do echo line $i; done")
+    """Hermes' paging: offset 0 (its default) is the tail, offset N starts at line N."""
+    session = hermes.spawn_local("for i in $(seq 0 299); do echo line $i; done")
     hermes.wait(session.id, timeout=10)
     tail = hermes.read_log(session.id, limit=5)  # offset omitted: the last lines
-    assert tail["output"].splitlines() == [f"line {i}" for i in range(95, 100)]
-    assert tail["total_lines"] == 100 and tail["showing"] == "5 lines" and tail["status"] == "exited"
+    assert tail["output"].splitlines() == [f"line {i}" for i in range(295, 300)]
+    assert tail["total_lines"] == 300 and tail["showing"] == "5 lines" and tail["status"] == "exited"
     assert tail["session_id"] == session.id and tail["command"] == session.command
-    head = hermes.read_log(session.id, offset=0, limit=3)  # an explicit 0 is the head
-    assert head["output"] == "line 0\nline 1\nline 2" and head["showing"] == "3 lines"
+    assert set(tail) == {"session_id", "command", "status", "output", "total_lines", "showing"}
+    default = hermes.read_log(session.id, offset=0)  # what process(action="log") asks for
+    assert default["showing"] == "200 lines" and default["output"].startswith("line 100\n")
+    assert hermes.read_log(session.id, offset=None)["output"] == default["output"]
     page = hermes.read_log(session.id, offset=10, limit=5)
-    assert "5 lines" in page["showing"] and page["output"].startswith("line 10")
+    assert page["showing"] == "5 lines" and page["output"].startswith("line 10\n")
     assert hermes.read_log(session.id, offset=500)["showing"] == "0 lines"
-    assert hermes.read_log(session.id)["showing"] == "100 lines"
+    assert hermes.read_log(session.id, offset=-1)["status"] == "error"
 
 
 @pytest.mark.parametrize("bad", ["nonexistent", "xyz123", "proc_ffffffffffff", "ffff", "../etc"])
@@ -70,13 +75,22 @@ def test_env_vars_block_secrets_and_force_prefix(hermes, monkeypatch):
     assert out == "custom=keep-me bot=unset fc=unset forced=unset gh=forced-token pyu=1"
 
 
-def test_wait_shapes_and_bad_timeout(hermes, monkeypatch):
+def test_wait_shapes_and_the_terminal_timeout_clamp(hermes, monkeypatch):
     session = hermes.spawn_local("echo working; sleep 30", notify_on_complete=True)
+    wait_until(lambda: "working" in session.output_buffer)
     timed = hermes.wait(session.id, timeout=0.3)
-    assert timed["status"] == "timeout" and timed["process_running"] is True and "working" in timed["output"]
-    assert "notify_on_complete is set" in timed["timeout_note"] and timed["command"] == session.command
-    assert hermes.wait(session.id, timeout=0)["status"] == "error"
-    assert hermes.wait(session.id, timeout=-5) == {"status": "error", "error": "timeout must be positive (got -5)"}
+    assert timed == {"status": "timeout", "command": session.command, "output": "working\n",
+                     "timeout_note": "Waited 0.3s, process still running"}
+    monkeypatch.setenv("TERMINAL_TIMEOUT", "1")  # Hermes' limit (its config's terminal.timeout)
+    clamped = hermes.wait(session.id, timeout=6)
+    assert clamped["timeout_note"] == "Requested wait of 6s was clamped to configured limit of 1s"
+    assert hermes.wait(session.id, timeout=0)["timeout_note"] == "Waited 1s, process still running"  # 0: the limit
+    assert hermes.wait(session.id, timeout="x") == {"status": "error",
+                                                    "error": "timeout must be a number of seconds, not 'x'"}
+    monkeypatch.setenv("TERMINAL_TIMEOUT", "300")  # longer than the registry's own limit (180 s)
+    monkeypatch.setenv("HERMES_PROCS_MAX_WAIT", "0.2")
+    done = hermes.spawn_local("sleep 1; exit 7")
+    assert hermes.wait(done.id, timeout=30)["exit_code"] == 7  # waited on in steps
 
 
 def test_wait_interrupted_by_event_or_callable(hermes):
@@ -92,7 +106,7 @@ def test_wait_interrupted_by_event_or_callable(hermes):
 
 def test_wait_sees_hermes_per_thread_interrupt(hermes, monkeypatch):
     """Hermes' `tools.interrupt.is_interrupted()` flag (per thread) stops a wait on that thread only."""
-    import hermes_procs.core.compat as compat
+    import hermes_procs.core.compat_stock as compat_stock
 
     flagged: set[threading.Thread] = set()  # thread objects: a finished thread's ident is reused
     tools = types.ModuleType("tools")
@@ -101,7 +115,7 @@ def test_wait_sees_hermes_per_thread_interrupt(hermes, monkeypatch):
     interrupt.is_interrupted = lambda: threading.current_thread() in flagged
     monkeypatch.setitem(sys.modules, "tools", tools)
     monkeypatch.setitem(sys.modules, "tools.interrupt", interrupt)
-    monkeypatch.setattr(compat, "_hermes_interrupt", None)
+    monkeypatch.setattr(compat_stock, "_modules", {})  # looked up again
     session = hermes.spawn_local("sleep 30")
     results = {}
 
@@ -144,5 +158,5 @@ def test_spawn_via_env(hermes, tmp_path):
     failed = hermes.spawn_via_env(DockerEnvironment(), "echo hi", task_id="t")
     assert failed.exited and failed.exit_code == -1 and failed.completion_reason == "failed_start"
     assert failed.termination_source == "failed_start" and failed.pid is None
-    assert "DockerEnvironment" in failed.output_buffer and "not supported" in failed.output_buffer
+    assert "DockerEnvironment" in failed.output_buffer and "cannot run" in failed.output_buffer
     assert hermes.get(failed.id) is None and failed.id not in {r["session_id"] for r in hermes.list_sessions()}

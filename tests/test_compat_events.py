@@ -4,9 +4,12 @@ routing fields, drain_notifications ownership, consumed completions. Real jobs t
 import logging
 import os
 
+import pytest
 from conftest import wait_until
 
 from hermes_procs.core.compat import HermesProcessRegistry, format_process_notification
+
+pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 
 
 def drained(hermes, **kwargs):
@@ -30,11 +33,11 @@ def test_attributes_set_after_spawn_take_effect(hermes):
     session.watcher_user_id, session.watcher_user_name, session.watcher_message_id = "u1", "ann", "m9"
     hermes.submit_stdin(session.id, "ok")
     (event, text), = drained(hermes)
+    assert set(event) == {"type", "session_id", "session_key", "command", "exit_code", "completion_reason",
+                          "termination_source", "output", "started_at"}  # Hermes' completion event
     assert event["type"] == "completion" and event["exit_code"] == 4 and event["completion_reason"] == "exited"
-    assert event["session_key"] == "chat-1" and event["task_id"] == "t1" and event["owner_task_id"] == "t1"
-    assert event["command"] == session.command and event["termination_source"] == ""
-    assert (event["platform"], event["chat_id"], event["thread_id"]) == ("telegram", "-100", "7")
-    assert (event["user_id"], event["user_name"], event["message_id"]) == ("u1", "ann", "m9")
+    assert event["session_key"] == "chat-1" and event["command"] == session.command
+    assert event["termination_source"] == ""
     assert "done ok" in event["output"] and isinstance(event["started_at"], float)
     assert text.startswith(f"[IMPORTANT: Background process {session.id} exited (exit code 4).")
     assert "Command: read line" in text and "done ok" in text
@@ -49,8 +52,10 @@ def test_notify_can_be_turned_off_after_spawn(hermes):
 
 def test_watch_patterns_set_after_spawn_match_a_prompt_without_newline(hermes):
     session = hermes.spawn_local("printf 'Proceed? [y/N] '; read answer; echo got $answer", session_key="s")
+    session.watcher_platform, session.watcher_chat_id = "telegram", "-100"
     session.watch_patterns = ["Proceed?"]  # the prompt is already waiting: it matches now
     (event, text), = drained(hermes)
+    assert (event["platform"], event["chat_id"], event["message_id"]) == ("telegram", "-100", "")  # routing
     assert event["type"] == "watch_match" and event["pattern"] == "Proceed?"
     assert event["output"] == "Proceed? [y/N] " and event["session_key"] == "s" and event["command"]
     assert 'matched watch pattern "Proceed?"' in text
@@ -71,7 +76,7 @@ def test_watch_disabled_after_the_lifetime_cap_promotes_notify(home, monkeypatch
     with HermesProcessRegistry(home=home) as hermes:
         session = hermes.spawn_local("for i in $(seq 12); do echo HIT $i; sleep 0.02; done; exit 3",
                                      watch_patterns=["HIT"])
-        hermes.wait(session.id, timeout=10)
+        wait_until(lambda: session.exited, timeout=10)  # not wait(): the agent would have the result
         notes = wait_until(lambda: [n for n in hermes.drain_notifications()], timeout=10)
         notes += hermes.drain_notifications()
         kinds = [e["type"] for e, _ in notes]
@@ -85,7 +90,7 @@ def test_watch_disabled_after_the_lifetime_cap_promotes_notify(home, monkeypatch
 def test_drain_notifications_routes_by_session_key_and_owns_event(hermes):
     a = hermes.spawn_local("exit 0", session_key="chat-a", notify_on_complete=True)
     b = hermes.spawn_local("exit 0", session_key="chat-b", notify_on_complete=True)
-    hermes.wait(a.id, timeout=10), hermes.wait(b.id, timeout=10)
+    wait_until(lambda: a.exited and b.exited, timeout=10)
     queued(hermes, 2)
     assert [e["session_id"] for e, _ in hermes.drain_notifications(session_key="chat-a")] == [a.id]
     assert hermes.completion_queue.qsize() == 1  # chat-b's event went back for its owner
@@ -107,38 +112,46 @@ def test_drain_notifications_async_delegation_needs_proof(hermes):
 
 
 def test_consumed_and_poll_observed_completions(hermes):
+    """Hermes 0.19.0's rules: wait, kill and a read of the log's end consume a completion (it is
+    not notified again); poll only hides it from the CLI's drain, not from the gateway's."""
     killed = hermes.spawn_local("sleep 30", notify_on_complete=True, session_key="s")
     assert not hermes.is_completion_consumed(killed.id)
     result = hermes.kill_process(killed.id, grace=0.2)
     assert result["status"] == "killed" and result["termination_source"] == "process.kill"
     assert hermes.is_completion_consumed(killed.id)  # the kill result carried the output
+    waited = hermes.spawn_local("exit 0", notify_on_complete=True, session_key="s")
+    hermes.wait(waited.id, timeout=10)
+    assert hermes.is_completion_consumed(waited.id)  # wait: the agent has it, also for a notify job
     polled = hermes.spawn_local("exit 0", notify_on_complete=True, session_key="s")
-    hermes.wait(polled.id, timeout=10)
-    assert not hermes.is_completion_consumed(polled.id)  # wait keeps a notify job's notification
+    wait_until(lambda: polled.exited, timeout=10)
     assert hermes.poll(polled.id)["status"] == "exited"
     assert not hermes.is_completion_consumed(polled.id)  # poll is read-only
-    queued(hermes, 2)
-    assert hermes.drain_notifications(session_key="other") == [] and hermes.completion_queue.qsize() == 2
+    queued(hermes, 3)
+    assert hermes.drain_notifications(session_key="other") == [] and hermes.completion_queue.qsize() == 3
     taken = hermes.drain_notifications(session_key="s", skip_poll_observed=False)  # the gateway's view
-    assert [e["session_id"] for e, _ in taken] == [polled.id]  # the killed one was consumed
+    assert [e["session_id"] for e, _ in taken] == [polled.id]  # the killed and waited ones were consumed
     seen = hermes.spawn_local("exit 0", notify_on_complete=True)
-    hermes.wait(seen.id, timeout=10)
+    wait_until(lambda: seen.exited, timeout=10)
     hermes.poll(seen.id)
     queued(hermes, 1)
     assert hermes.drain_notifications() == []  # the CLI's view: it saw the exit inline via poll
-    plain = hermes.spawn_local("echo x")
-    hermes.wait(plain.id, timeout=10)
-    assert hermes.is_completion_consumed(plain.id)  # the agent has that result in hand
 
 
 def test_read_log_consumes_only_when_it_reached_the_end(hermes):
     session = hermes.spawn_local("seq 10")
-    hermes.wait(session.id, timeout=10)
-    hermes._completion_consumed.clear()
-    hermes.read_log(session.id, offset=0, limit=3)
+    wait_until(lambda: session.exited, timeout=10)
+    hermes.read_log(session.id, offset=1, limit=3)
     assert not hermes.is_completion_consumed(session.id)
     hermes.read_log(session.id, offset=5, limit=50)
     assert hermes.is_completion_consumed(session.id)
+    tail = hermes.spawn_local("seq 10")
+    wait_until(lambda: tail.exited, timeout=10)
+    hermes.read_log(tail.id, limit=3)  # offset 0: the tail, which is the end
+    assert hermes.is_completion_consumed(tail.id)
+    running = hermes.spawn_local("seq 3; sleep 30")
+    wait_until(lambda: "3" in running.output_buffer)
+    hermes.read_log(running.id, offset=0)
+    assert not hermes.is_completion_consumed(running.id)  # it had not ended: nothing to consume
 
 
 def test_first_drain_does_not_replay_history(home, registry):

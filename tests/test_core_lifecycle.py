@@ -177,6 +177,27 @@ def test_environment_drops_secrets(registry, monkeypatch):
     assert "EXTRA=given" in out and "PYTHONUNBUFFERED=1" in out
 
 
+def test_given_environ_and_shell(registry, monkeypatch):
+    """`environ` is the job's whole environment (nothing filtered or added, nothing on disk);
+    `shell` is the argv the command is appended to, and a rerun keeps it."""
+    monkeypatch.setenv("VISIBLE_ELSEWHERE", "1")
+    environ = {"PATH": os.environ["PATH"], "MY_DB_PASSWORD": "pw-in-env-9", "KEEP": "k"}
+    job = registry.spawn("env; echo \"shell=$0\"", environ=environ, env={"KEEP": "over"},
+                         shell=["/bin/sh", "-c"])
+    out = registry.wait(job["session_id"], timeout=10)["output"]
+    names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
+    assert "MY_DB_PASSWORD=pw-in-env-9" in out and "KEEP=over" in out and "shell=/bin/sh" in out
+    assert "VISIBLE_ELSEWHERE" not in names and "PYTHONUNBUFFERED" not in names
+    meta = (registry.job_dir(job["session_id"]) / "meta.json").read_text()
+    assert "pw-in-env-9" not in meta and json.loads(meta)["shell"] == ["/bin/sh", "-c"]
+    again = registry.restart(job["session_id"])
+    assert "shell=/bin/sh" in registry.wait(again["session_id"], timeout=10)["output"]
+    bad = registry.spawn("true", shell=["/no/such/shell", "-c"])
+    assert bad["status"] == "error" and "Shell not found: /no/such/shell" in bad["error"]
+    assert registry.spawn("true", shell="bash")["status"] == "error"
+    assert registry.spawn("true", environ={"A": 1, "": "x"})["status"] == "error"
+
+
 def test_home_resolution_order(tmp_path, monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_HOME", raising=False)
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hh"))

@@ -49,6 +49,25 @@ def test_token_shapes_anywhere(token, hint):
     assert out == f"using {hint} now"
 
 
+@pytest.mark.parametrize("text", [
+    "GITHUB_TOKEN: present", "OPENAI_API_KEY: missing", "password = required", "Token : Set",
+    "echo ${OPENAI_API_KEY:-unset} ${DB_PASSWORD:=x} ${TOKEN:+set}",
+])
+def test_words_describing_a_secret_are_kept(text):
+    assert redact(text) == text
+    assert redact_obj({"output_preview": text})["output_preview"] == text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("GITHUB_TOKEN=present", "GITHUB_TOKEN=***"),  # an assignment (env dump): a value
+    ('"token": "present"', '"token": "***"'),  # quoted: a value
+    ("password: hunter2", "password: ***"),  # digits: a value
+    ("Authorization: Basic abcdefgh", "Authorization: Basic ***"),  # a credential follows "Basic"
+])
+def test_values_next_to_a_secret_name_are_masked(text, expected):
+    assert redact(text) == expected
+
+
 def test_value_that_is_a_token_keeps_its_hint():
     assert redact(f"export OPENAI_API_KEY={OPENAI}") == "export OPENAI_API_KEY=sk-...***"
     assert redact(f"GITHUB_TOKEN: '{GHP}'") == "GITHUB_TOKEN: 'ghp_...***'"

@@ -173,7 +173,7 @@ def test_hosts_command_lists_connects_and_forgets(server, tmp_path):
 
 
 
-def test_hermes_adapter_stays_local_when_the_cli_default_host_is_remote(tmp_path, monkeypatch):
+def test_hermes_adapter_stays_local_when_the_cli_default_host_is_remote(tmp_path, monkeypatch, login_shell_home):
     """$HERMES_PROCS_HOST sets the CLI's default host; the adapter (which reads job folders
     directly) keeps its jobs on this machine instead of breaking."""
     from hermes_procs.core.compat import HermesProcessRegistry

@@ -226,7 +226,7 @@ def test_catch_all_pattern_is_not_vacuous():
     assert not CATCH_ALL.match("timeout must be a finite number of seconds, not nan")
 
 
-def test_every_hermes_adapter_method_answers_and_never_raises(jobs, tmp_path):
+def test_every_hermes_adapter_method_answers_and_never_raises(jobs, tmp_path, login_shell_home):
     """The Hermes-compatible adapter (core/compat.py) over the same kind of junk: its dict results
     follow the same rule; `spawn_local` raises RuntimeError with the registry's sentence, as
     upstream does."""
