@@ -273,7 +273,8 @@ def test_one_search_answer_is_capped(registry, home):
     script = ("import json, re, sys\nfrom hermes_procs.core import ProcessRegistry\n"
               f"r = ProcessRegistry(home={str(home)!r}).search({sid!r}, 'a', context=100, limit=10000)\n"
               "print(len(json.dumps(r)), r['total'], len(r['matches']), r.get('truncated'), "
-              "int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024)\nprint(r.get('note'))\n")
+              "int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) // 1024)\n"
+              "print(r.get('note'))\n")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     size, total, shown, truncated, rss_mb = res.stdout.split("\n")[0].split()
     note = res.stdout.split("\n")[1]
