@@ -43,6 +43,7 @@ from .paths import (
     write_text_atomic,
 )
 from .screen import render as render_screen
+from .screen import source as screen_source
 from .search import compile_pattern, search_log
 from .watch import HomeWatch
 
@@ -630,12 +631,16 @@ class ProcessRegistry:
 
     # ---- what the human sees: screen, search, restart ----------------------------------
     @_safe
-    def screen(self, session_id: str) -> dict[str, Any]:
-        """A PTY job's terminal screen as text (core/screen.py)."""
+    def screen(self, session_id: str, raw: bool = False) -> dict[str, Any]:
+        """A PTY job's terminal screen as text (core/screen.py); `raw`: instead of `lines`,
+        `data`, the bytes that draw it (a remote host's answer: its client draws them)."""
         job = self._job(session_id)
         if not job.meta.get("pty"):
             raise BadInput(f"{job.session_id} runs on pipes, not in a terminal: screen needs a job started "
                            "with pty=True (read this one with read_log or search)")
+        if raw:
+            return {"status": job.status, "session_id": job.session_id,
+                    **screen_source(job.dir, job.meta, job.pid if job.running else None)}
         try:
             shown = render_screen(job.dir, job.meta, job.pid if job.running else None)
         except ImportError:

@@ -37,6 +37,7 @@ from typing import IO, Any
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from . import template
+from .screen import draw as draw_screen
 from .stdio_server import STDIO_VERSION, decode_hook, dumps
 
 RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
@@ -725,6 +726,19 @@ class RemoteRegistry:
             except (OSError, ValueError):  # best effort: the job runs either way
                 pass
         return result
+
+    def screen(self, session_id: Any) -> dict[str, Any]:
+        """As `ProcessRegistry.screen`, drawn here: the host sends the bytes that draw the
+        screen and its size (it has no terminal emulator: only the stdlib core is sent)."""
+        result: dict[str, Any] = self._call("screen", (session_id,), {"raw": True})
+        data = result.pop("data", None)
+        if not isinstance(data, bytes):
+            return result
+        try:
+            return {**result, **draw_screen(data, int(result["rows"]), int(result["cols"]))}
+        except ImportError:
+            return {"status": "error", "error": "screen needs the bittty package: pip install bittty",
+                    "host": self.host.label}
 
     def stream(self, session_id: Any, input: bool = False, source: str = "human") -> RemoteStream:
         """A live attach, as `ProcessRegistry.stream` (raises on failure)."""

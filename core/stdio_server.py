@@ -7,7 +7,7 @@ because it may be sent over the connection to a host where hermes-procs is not i
 
 Wire format (version STDIO_VERSION), every message one line of JSON:
 
-    server, first line:  {"hello": "hermes-procs", "v": 1, "version": ..., "home": ..., "code": ...}
+    server, first line:  {"hello": "hermes-procs", "v": 2, "version": ..., "home": ..., "code": ...}
     call:                {"id": N, "call": METHOD, "args": [...], "kwargs": {...}}
       reply:             {"id": N, "result": ...}  or  {"id": N, "error": "...", "kind": "..."}
     cancel a wait:       {"id": N, "cancel": true}       (its wait returns "interrupted")
@@ -28,7 +28,8 @@ import sys
 import threading
 from typing import Any, BinaryIO, Optional
 
-STDIO_VERSION = 1
+# 2: screen(raw=True) and log_bytes(times=True), which a client draws and mirrors with
+STDIO_VERSION = 2
 NOT_CALLABLE = frozenset({"stream", "job_dir", "log_files"})
 
 

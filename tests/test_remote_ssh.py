@@ -73,6 +73,19 @@ def test_pty_stream_stdin_resize_and_kill_of_a_tree(remote, alive):
     assert remote.kill(sid, grace=0.5)["status"] == "killed"
 
 
+def test_screen_of_a_remote_pty_job(remote):
+    """The host sends the bytes that draw the screen; this side draws them (the code sent to a
+    host has no terminal emulator)."""
+    sid = remote.spawn("printf 'top line\\n\\033[2J\\033[3;5Hdrawn at 3,5'; sleep 30", pty=True, rows=10,
+                       cols=40)["session_id"]
+    wait_until(lambda: "drawn" in remote.read_log(sid)["output"], timeout=15)
+    shown = remote.screen(sid)
+    assert (shown["status"], shown["rows"], shown["cols"]) == ("running", 10, 40), shown
+    assert shown["lines"][2] == "    drawn at 3,5" and "top line" not in shown["lines"], shown["lines"]
+    assert shown["host"] == remote.host.label and "data" not in shown
+    remote.kill(sid, grace=0.5)
+
+
 def test_wait_is_interrupted_on_the_remote_too(remote):
     import threading
 

@@ -1,0 +1,142 @@
+"""Every feature on a `docker://` host, against a real Docker daemon (tests/dockerd.py): a
+container of the test image (no hermes-procs in it: the code is sent over `docker exec -i`),
+`--network none`, `sleep infinity` as its pid 1, as containers often are."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import dockerd
+import pytest
+from conftest import wait_until
+
+from hermes_procs.core import ProcessRegistry
+
+pytestmark = [pytest.mark.timeout(120),
+              pytest.mark.skipif(dockerd.available() is not None, reason=str(dockerd.available()))]
+
+CLI = [sys.executable, "-m", "hermes_procs"]
+PORT_SERVER = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 47123)); s.listen(); "
+               "print('listening', flush=True); time.sleep(60)")
+
+
+@pytest.fixture(scope="module")
+def box(docker_daemon):
+    """A RemoteRegistry over docker://NAME, a `sleep infinity` container of this module."""
+    saved = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = docker_daemon.host
+    name = docker_daemon.run(f"hp-features-{os.getpid()}")
+    reg = ProcessRegistry(host=f"docker://{name}")
+    reg.daemon, reg.name = docker_daemon, name
+    yield reg
+    reg.conn.close()
+    docker_daemon.docker("rm", "-f", name, check=False)
+    if saved is None:
+        os.environ.pop("DOCKER_HOST", None)
+    else:
+        os.environ["DOCKER_HOST"] = saved
+
+
+def cli(box, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, "--host", box.host.url, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_wait_log_search_events_and_times(box):
+    started = box.spawn("echo first; echo 'warning: disk'; sleep 0.3; echo last; exit 3", name="build",
+                        notify_on_complete=True)
+    assert started["status"] == "running" and started["host"] == box.host.label, started
+    sid = started["session_id"]
+    done = box.wait(sid, timeout=30)
+    assert (done["status"], done["exit_code"]) == ("exited", 3), done
+    assert box.read_log(sid)["output"] == "first\nwarning: disk\nlast"
+    found = box.search(sid, "warn")
+    assert [m["line"] for m in found["matches"]] == ["warning: disk"], found
+    assert box.status()["code"] == "sent" or box.status()["code"] == "cached"
+    events = box.drain_events("container-test")
+    assert any(e.get("session_id") == sid and e.get("type") == "completion" for e in events), events
+    assert box.drain_events("container-test") == []  # exactly once
+    since = box.read_log(sid, since="1h")  # the output's arrival times (times.idx on the host)
+    assert since["output"].endswith("last") and since["since"], since
+    assert box.read_log(sid, since="2099-01-01T00:00:00")["output"] == ""
+
+
+def test_pty_submit_and_the_screen_of_a_repl(box):
+    """screen() of a PTY job in a container: the host has no terminal emulator (only the
+    stdlib core and ptyprocess are sent), so the client draws the screen from the job's bytes."""
+    sid = box.spawn("python3 -i", pty=True, rows=20, cols=70)["session_id"]
+    assert box.wait(sid, timeout=30, until="output:>>> ")["status"] == "running"
+    assert box.submit(sid, "print(6 * 7)")["status"] == "ok"
+    wait_until(lambda: "42" in box.read_log(sid)["output"], timeout=20)
+    shown = box.screen(sid)
+    assert shown["status"] == "running" and (shown["rows"], shown["cols"]) == (20, 70), shown
+    assert ">>> print(6 * 7)" in shown["lines"] and "42" in shown["lines"], shown["lines"]
+    assert shown["lines"][shown["cursor"][0]].startswith(">>>")
+    # the CLI and the agent tool go the same way
+    printed = cli(box, "screen", sid)
+    assert printed.returncode == 0 and "42" in printed.stdout, printed.stderr
+    from hermes_procs.core.tool import handle_process
+
+    tool = json.loads(handle_process({"action": "screen", "session_id": sid, "host": box.host.url}))
+    assert "42" in tool["lines"], tool
+    assert box.write(sid, "exit()\r")["status"] == "ok"
+    assert box.wait(sid, timeout=30)["exit_code"] == 0
+    after = box.screen(sid)  # a finished job's last screen
+    assert after["status"] == "exited" and "42" in after["lines"]
+    pipes = box.spawn("echo no terminal")["session_id"]
+    refused = box.screen(pipes)
+    assert refused["status"] == "error" and "pty=True" in refused["error"], refused
+    assert box.screen("proc_000000000000")["status"] in ("not_found", "error")
+
+
+def test_tree_and_a_signal_to_one_process(box):
+    sid = box.spawn("sleep 300 & sleep 301 & wait")["session_id"]
+    def sleeps():
+        return [p for p in box.tree(sid)["processes"] if p["command"].startswith("sleep")]
+
+    victim = wait_until(lambda: len(sleeps()) == 2 and next(p for p in sleeps() if p["command"] == "sleep 301"),
+                        timeout=15)
+    res = box.signal_process(sid, victim["pid"], "TERM")
+    assert res["status"] == "ok", res
+    wait_until(lambda: [p["command"] for p in sleeps()] == ["sleep 300"], timeout=10)
+    assert box.poll(sid)["status"] == "running"  # the rest of the job runs on
+    assert box.kill(sid, grace=0.5)["status"] == "killed"
+
+
+def test_restart_runs_the_job_again_in_the_container(box):
+    old = box.spawn("echo once; sleep 60", name="server")["session_id"]
+    new = box.restart(old)
+    assert new["status"] == "running" and new["session_id"] != old, new
+    assert box.poll(old)["status"] == "exited"
+    assert box.get(new["session_id"])["rerun_of"] == old
+    box.kill(new["session_id"], grace=0.5)
+
+
+@pytest.mark.parametrize("until, command, expect", [
+    ("input", "read answer; echo got $answer", "awaiting_input"),
+    ("quiet:0.5", "echo start; sleep 60", "quiet"),
+    ("output:ready", "sleep 0.3; echo 'server ready'; sleep 60", "matched"),
+    ("port:47123", f"python3 -c \"{PORT_SERVER}\"", "port_open"),
+])
+def test_wait_until(box, until, command, expect):
+    sid = box.spawn(command)["session_id"]
+    try:
+        res = box.wait(sid, timeout=30, until=until)
+        assert (res["status"], res["reason"]) == ("running", expect), res
+    finally:
+        box.kill(sid, grace=0.5)
+
+
+def test_cli_log_follow_and_attach_input(box):
+    sid = cli(box, "run", "--", "bash", "-c", "for i in 1 2 3; do echo n$i; sleep 0.2; done").stdout.strip()
+    follow = cli(box, "log", sid, "--follow")
+    assert (follow.returncode, follow.stdout) == (0, "n1\nn2\nn3\n"), follow.stderr
+    cat = cli(box, "run", "--pty", "--", "cat").stdout.strip()
+    assert cli(box, "submit", cat, "typed-in").returncode == 0
+    wait_until(lambda: "typed-in" in box.read_log(cat)["output"], timeout=15)
+    assert json.loads(cli(box, "kill", cat, "--json").stdout)["status"] == "killed"
+    # the job lives in the container's home, not in this machine's
+    assert box.daemon.docker("exec", box.name, "test", "-d", f"/root/.hermes/procs/jobs/{cat}",
+                             check=False).returncode == 0
