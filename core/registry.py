@@ -24,7 +24,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import events, listindex, logstore, processes, proctree, protocol, stats, template, text, timeline, wait_until
+from . import (
+    events,
+    listindex,
+    logstore,
+    processes,
+    proctree,
+    protocol,
+    reaper,
+    stats,
+    template,
+    text,
+    timeline,
+    wait_until,
+)
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
 from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
@@ -117,7 +130,7 @@ def _exec_limits(argv: list[str], env: dict[str, str]) -> None:
                        "passed to a new program")
 
 
-def _template_idle() -> float:
+def template_idle() -> float:
     """HERMES_PROCS_TEMPLATE_IDLE: seconds the home's supervisor template waits for work; 0: none."""
     raw = os.environ.get("HERMES_PROCS_TEMPLATE_IDLE")
     try:
@@ -235,9 +248,15 @@ class ProcessRegistry:
         """Start the job's supervisor and return its report line: forked by the home's warm
         template (core/template.py) when one runs, else `argv` as a new interpreter (and a
         template is started for the next spawns)."""
-        idle = _template_idle()
+        idle = template_idle()
         if idle:
-            line = template.spawn(self.home, argv[argv.index(SUPERVISOR) + 1:], env, _umask())
+            args = argv[argv.index(SUPERVISOR) + 1:]
+            line = template.spawn(self.home, args, env, _umask())
+            if line is None and reaper.needed():  # pid 1 would leave a cold supervisor's exit a zombie
+                started, line = template.start_and_spawn(self.home, idle, self.home / "template.log", args, env,
+                                                         _umask())
+                if started is not None:
+                    self._reap_supervisors(started)
             if line is not None:
                 return line
         with open(open_nofollow(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as errlog:

@@ -678,9 +678,14 @@ class RemoteRegistry:
         return f"{self.host.label}:{self.conn.hello.get('home', '?')}"
 
     def status(self) -> dict[str, Any]:
-        """{"host", "state": connected/unreachable/new, "error", "code": installed/sent/cached}."""
-        return {"host": self.host.label, "state": self.conn.state, "error": self.conn.error,
-                "code": self.conn.hello.get("code"), "remote_home": self.conn.hello.get("home")}
+        """{"host", "state": connected/unreachable/new, "error", "code": installed/sent/cached,
+        "reaper": who collects finished processes there (core/reaper.py), "warning"}."""
+        hello = self.conn.hello
+        status = {"host": self.host.label, "state": self.conn.state, "error": self.conn.error,
+                  "code": hello.get("code"), "remote_home": hello.get("home"), "reaper": hello.get("reaper")}
+        if hello.get("warning"):  # the host's words: printable characters only, one line, bounded
+            status["warning"] = "".join(c for c in str(hello["warning"]) if c.isprintable())[:400]
+        return status
 
     def connect(self) -> dict[str, Any]:
         try:

@@ -108,6 +108,9 @@ def _no_stray_env(monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_REDACT", raising=False)
     # each test home's warm supervisor template (core/template.py) goes soon after its test
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")
+    # and is no subreaper staying for good where pid 1 collects no exits (core/reaper.py: a CI
+    # container's may not; tests/test_template_reaper.py and the container tests cover that)
+    monkeypatch.setenv("HERMES_PROCS_REAPER", "off")
 
 
 @pytest.fixture

@@ -283,7 +283,8 @@ def image_files() -> list[str]:
         files += [os.path.join(top, n) for n in names if ".opt-" not in n and not
                   (top == dynload and n.startswith(DYNLOAD_SKIP))]
     libs = set()
-    modules = [os.path.join(dynload, n) for n in os.listdir(dynload) if n.endswith(".so") and not n.startswith(DYNLOAD_SKIP)]
+    modules = [os.path.join(dynload, n) for n in os.listdir(dynload)
+               if n.endswith(".so") and not n.startswith(DYNLOAD_SKIP)]
     for path in [*binaries, *modules]:
         libs |= _libraries(path)
     return sorted(set(files) | libs)
