@@ -164,7 +164,7 @@ class HostSet:
                 if row.get("session_id") in seen:  # the same host reached under two names
                     continue
                 seen.add(row.get("session_id"))
-                rows.append(row if state == "connected" else dict(row, host_state="unreachable"))
+                rows.append(row if state == "connected" else dict(row, host_state=reg.host_state()))
         with self._lock:
             self._where = {r["session_id"]: r.get("host", "") for r in rows if "session_id" in r}
         rows.sort(key=lambda r: r.get("started_at") or "", reverse=True)

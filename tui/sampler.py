@@ -315,7 +315,7 @@ class Sampler(threading.Thread):
     @staticmethod
     def _row(job: dict[str, Any], order: int = 0) -> JobRow:
         running = job.get("status") == "running"
-        unreachable = job.get("host_state") == "unreachable"
+        unreachable = job.get("host_state") in ("unreachable", "down")  # down: a stopped container
         return JobRow(
             session_id=job.get("session_id", ""),
             name=job.get("name") or "",
