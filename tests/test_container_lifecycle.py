@@ -72,8 +72,8 @@ def test_a_restarted_container_reports_its_jobs_lost(box):
     # it ends with the output it had: quietly when the container answered again (how the job
     # ended goes to a terminal only, this is a pipe), else saying in one line it was stopped
     code, out, err = finished(follower)
-    assert out == "started\n" and (code, err) == (0, "") or (code == 1 and err.count("\n") == 1
-                                                             and "is down: container" in err), (code, out, err)
+    said_down = code == 1 and err.count("\n") == 1 and "is down: container" in err
+    assert out == "started\n" and ((code, err) == (0, "") or said_down), (code, out, err)
     box.conn._last_try = 0  # no need to wait for the next reconnect slot
     res = wait_until(lambda: (r := box.poll(sid)).get("status") != "error" and r, timeout=20)
     assert (res["status"], res["completion_reason"], res["exit_code"]) == ("exited", "lost", None), res
