@@ -404,10 +404,11 @@ class ProcessRegistry:
 
     @_safe
     def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
-                  max_bytes: int = MAX_LOG_BYTES) -> dict[str, Any]:
+                  max_bytes: int = MAX_LOG_BYTES, times: bool = False) -> dict[str, Any]:
         """Raw output bytes between absolute offsets [start, end) (None: the current end),
         at most `max_bytes` of them (the last ones when `start` is None). `end` in the result
-        is where the returned bytes stop, `total` the current end of the output."""
+        is where the returned bytes stop, `total` the current end of the output. `times`: also
+        the records of times.idx that date them, [[offset, epoch ms], ...] (core/timeline.py)."""
         for value, what in ((start, "start"), (end, "end")):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise BadInput(f"{what} must be a byte offset >= 0, not {value!r}")
@@ -419,8 +420,11 @@ class ProcessRegistry:
         first = max(0, stop - max_bytes) if start is None else start
         stop = min(stop, first + max_bytes)
         data = logstore.read_bytes(job.dir, first, stop) if stop > first else b""
-        return {"status": job.status, "session_id": job.session_id, "start": stop - len(data), "end": stop,
-                "total": total, "data": data}
+        result = {"status": job.status, "session_id": job.session_id, "start": stop - len(data), "end": stop,
+                  "total": total, "data": data}
+        if times:
+            result["times"] = timeline.records_between(job.dir, stop - len(data), stop)
+        return result
 
     @_safe
     def list(self, task_id: str | None = None, session_key: str | None = None,
