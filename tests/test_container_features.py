@@ -140,3 +140,19 @@ def test_cli_log_follow_and_attach_input(box):
     # the job lives in the container's home, not in this machine's
     assert box.daemon.docker("exec", box.name, "test", "-d", f"/root/.hermes/procs/jobs/{cat}",
                              check=False).returncode == 0
+
+
+def test_agent_tool_and_mcp_take_a_container_host(box, tmp_path):
+    """The `process` tool's and the MCP tools' `host` argument."""
+    from hermes_procs.core.mcp_server import build_server
+    from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+
+    assert "host" in PROCESS_TOOL_SCHEMA["parameters"]["properties"]
+    started = json.loads(handle_process({"action": "start", "command": "echo on-box", "host": box.host.url}))
+    assert started["status"] == "running" and started["host"] == box.host.label, started
+    done = json.loads(handle_process({"action": "wait", "session_id": started["session_id"], "host": box.host.url}))
+    assert (done["status"], done["output"]) == ("exited", "on-box\n")
+    assert started["session_id"] in [r["session_id"] for r in box.list()]
+    bad = json.loads(handle_process({"action": "list", "host": "ftp://x"}))
+    assert bad["status"] == "error" and "host" in bad["error"]
+    assert build_server(home=str(tmp_path / "local")) is not None
