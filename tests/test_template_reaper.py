@@ -35,7 +35,7 @@ def _proc(registry, sid: str) -> dict:
 
 
 def test_the_first_spawn_goes_through_a_template_that_adopts_and_reaps(registry, home):
-    job = registry.spawn("sleep 3 >/dev/null 2>&1 & echo started")  # the sleep outlives job and supervisor
+    job = registry.spawn("sleep 1.5 >/dev/null 2>&1 & echo started")  # the sleep outlives job and supervisor
     assert job["status"] == "running", job
     proc = _proc(registry, job["session_id"])
     assert proc["launch"] == "template"  # not started cold, whose exit nobody would collect
@@ -47,15 +47,15 @@ def test_the_first_spawn_goes_through_a_template_that_adopts_and_reaps(registry,
                 and open(f"/proc/{p}/cmdline", "rb").read().startswith(b"sleep")]
     assert leftover, "the job's leftover was adopted by the template"
     wait_until(lambda: _stat(leftover[0])[0] == "", timeout=10)  # and collected when it ended
-    time.sleep(2)  # past its idle time: a reaper stays
+    time.sleep(1.5)  # past its idle time (1 s): a reaper stays
     assert pid_alive(tpl)
 
 
 def test_it_leaves_after_what_it_adopted_has_ended(registry, home):
-    job = registry.spawn("sleep 3")
+    job = registry.spawn("sleep 2.5")
     tpl = _stat(_proc(registry, job["session_id"])["supervisor_pid"])[1]
     (home / template.sock_name()).unlink()  # as an upgrade or a new template would
-    time.sleep(1.5)  # it noticed (within its 1 s look), stopped serving, waits for its adopted supervisor
+    time.sleep(1.3)  # it noticed (within its 1 s look), stopped serving, waits for its adopted supervisor
     assert pid_alive(tpl) and registry.poll(job["session_id"])["status"] in ("running", "exited")
     wait_until(lambda: not pid_alive(tpl), timeout=15)
     assert registry.poll(job["session_id"])["exit_code"] == 0

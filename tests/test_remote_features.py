@@ -1,43 +1,65 @@
-"""Every feature on a `docker://` host, against a real Docker daemon (tests/dockerd.py): a
-container of the test image (no hermes-procs in it: the code is sent over `docker exec -i`),
-`--network none`, `sleep infinity` as its pid 1, as containers often are."""
+"""Every feature on every remote host: the same tests over `ssh://` (a real OpenSSH server on
+127.0.0.1, tests/sshd.py) and `docker://` (a real Docker daemon, tests/dockerd.py: a container
+of the test image, `--network none`, `sleep infinity` as its pid 1, as containers often are).
+Neither host has hermes-procs installed: the code is sent over the connection. The table in
+docs/remote.md names these tests."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import dockerd
 import pytest
+import sshd
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
 
-pytestmark = [pytest.mark.timeout(120),
-              pytest.mark.skipif(dockerd.available() is not None, reason=str(dockerd.available()))]
+pytestmark = pytest.mark.timeout(120)
 
 CLI = [sys.executable, "-m", "hermes_procs"]
-PORT_SERVER = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 47123)); s.listen(); "
-               "print('listening', flush=True); time.sleep(60)")
+PORT_SERVER = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+               "print('port', s.getsockname()[1], flush=True); time.sleep(60)")
 
 
-@pytest.fixture(scope="module")
-def box(docker_daemon):
-    """A RemoteRegistry over docker://NAME, a `sleep infinity` container of this module."""
-    saved = os.environ.get("DOCKER_HOST")
-    os.environ["DOCKER_HOST"] = docker_daemon.host
-    name = docker_daemon.run(f"hp-features-{os.getpid()}")
-    reg = ProcessRegistry(host=f"docker://{name}")
-    reg.daemon, reg.name = docker_daemon, name
+@pytest.fixture(scope="module", params=["ssh", "docker"])
+def box(request):
+    """A RemoteRegistry over the module's ssh:// or docker:// host (skipped, saying why, where
+    that cannot run). `box.exists(path)` says whether a path of its state home is there."""
+    saved = {k: os.environ.get(k) for k in ("DOCKER_HOST", "HERMES_PROCS_SSH_ARGS")}
+    cleanup = []
+    if request.param == "docker":
+        if dockerd.available():
+            pytest.skip(dockerd.available())
+        daemon = request.getfixturevalue("docker_daemon")
+        os.environ["DOCKER_HOST"] = daemon.host
+        name = daemon.run(f"hp-features-{os.getpid()}")
+        reg = ProcessRegistry(host=f"docker://{name}")
+        reg.exists = lambda rel: daemon.docker("exec", name, "test", "-e", f"/root/.hermes/procs/{rel}",
+                                               check=False).returncode == 0
+        cleanup.append(lambda: daemon.docker("rm", "-f", name, check=False))
+    else:
+        if sshd.available():
+            pytest.skip(sshd.available())
+        server = request.getfixturevalue("server")
+        os.environ["HERMES_PROCS_SSH_ARGS"] = server.ssh_args
+        rhome = server.home_dir()
+        reg = ProcessRegistry(host=server.url(rhome))
+        reg.exists = lambda rel: Path(rhome, rel).exists()
     yield reg
     reg.conn.close()
-    docker_daemon.docker("rm", "-f", name, check=False)
-    if saved is None:
-        os.environ.pop("DOCKER_HOST", None)
-    else:
-        os.environ["DOCKER_HOST"] = saved
+    for step in cleanup:
+        step()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def cli(box, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -54,7 +76,7 @@ def test_run_wait_log_search_events_and_times(box):
     assert box.read_log(sid)["output"] == "first\nwarning: disk\nlast"
     found = box.search(sid, "warn")
     assert [m["line"] for m in found["matches"]] == ["warning: disk"], found
-    assert box.status()["code"] == "sent" or box.status()["code"] == "cached"
+    assert box.status()["code"] in ("sent", "cached")
     events = box.drain_events("container-test")
     assert any(e.get("session_id") == sid and e.get("type") == "completion" for e in events), events
     assert box.drain_events("container-test") == []  # exactly once
@@ -118,28 +140,31 @@ def test_restart_runs_the_job_again_in_the_container(box):
     ("input", "read answer; echo got $answer", "awaiting_input"),
     ("quiet:0.5", "echo start; sleep 60", "quiet"),
     ("output:ready", "sleep 0.3; echo 'server ready'; sleep 60", "matched"),
-    ("port:47123", f"python3 -c \"{PORT_SERVER}\"", "port_open"),
+    ("port", f"python3 -c \"{PORT_SERVER}\"", "port_open"),
 ])
 def test_wait_until(box, until, command, expect):
     sid = box.spawn(command)["session_id"]
     try:
+        if until == "port":  # the port it was given (a fixed one may be taken on the ssh host, this machine)
+            port = wait_until(lambda: re.search(r"port (\d+)", box.read_log(sid)["output"]), timeout=15).group(1)
+            until = f"port:{port}"
         res = box.wait(sid, timeout=30, until=until)
         assert (res["status"], res["reason"]) == ("running", expect), res
     finally:
         box.kill(sid, grace=0.5)
 
 
-def test_cli_log_follow_and_attach_input(box):
+def test_cli_run_log_follow_submit_kill(box):
+    if box.host.scheme == "ssh":
+        pytest.skip("tests/test_remote_ssh.py runs the CLI over ssh (and across a dropped connection)")
     sid = cli(box, "run", "--", "bash", "-c", "for i in 1 2 3; do echo n$i; sleep 0.2; done").stdout.strip()
     follow = cli(box, "log", sid, "--follow")
     assert (follow.returncode, follow.stdout) == (0, "n1\nn2\nn3\n"), follow.stderr
-    cat = cli(box, "run", "--pty", "--", "cat").stdout.strip()
+    cat = box.spawn("cat", pty=True)["session_id"]
     assert cli(box, "submit", cat, "typed-in").returncode == 0
     wait_until(lambda: "typed-in" in box.read_log(cat)["output"], timeout=15)
     assert json.loads(cli(box, "kill", cat, "--json").stdout)["status"] == "killed"
-    # the job lives in the container's home, not in this machine's
-    assert box.daemon.docker("exec", box.name, "test", "-d", f"/root/.hermes/procs/jobs/{cat}",
-                             check=False).returncode == 0
+    assert box.exists(f"jobs/{cat}")  # the job lives in the host's home
 
 
 def test_agent_tool_and_mcp_take_a_container_host(box, tmp_path):

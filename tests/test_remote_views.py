@@ -1,7 +1,9 @@
-"""The dashboard with a container host, against a real Docker daemon: its jobs in the table
-next to this machine's, a container job's log with the time each line arrived (`T`), typing
-into a PTY job there in the terminal pane, a stopped container's rows; and the same dashboard
-in a browser (`hermes-procs web`)."""
+"""The dashboard and the browser view with remote hosts, over a real OpenSSH server and a real
+Docker daemon: a host's jobs in the table next to this machine's, a remote job's log with the
+time each line arrived over there (`T`), typing into a remote PTY job in the terminal pane, a
+stopped container's rows; and the same dashboard in a browser (`hermes-procs web`).
+tests/test_remote_dashboard.py has the rest over ssh (host filter, input bar, new job, kill,
+rerun, a host that drops)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 
 import dockerd
 import pytest
+import sshd
 from pilot import select, until
 
 from hermes_procs.core import ProcessRegistry
@@ -23,21 +26,36 @@ from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.log_pane import LogPane
 from hermes_procs.tui.terminal import TerminalPane
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120),
-              pytest.mark.skipif(dockerd.available() is not None, reason=str(dockerd.available()))]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 CLOCK = re.compile(r"(\d\d:\d\d:\d\d) (early|late)$")
 
 
-@pytest.fixture
-def box(docker_env, request):
+def container(request, monkeypatch) -> ProcessRegistry:
     """A RemoteRegistry over a container of this test (removed afterwards)."""
-    name = docker_env.run(f"hp-tui-{os.getpid()}-{request.node.name[5:15]}")
+    if dockerd.available():
+        pytest.skip(dockerd.available())
+    daemon = request.getfixturevalue("docker_daemon")
+    monkeypatch.setenv("DOCKER_HOST", daemon.host)
+    name = daemon.run(f"hpv{os.getpid()}{request.node.name[5:8]}")  # short: a HOST cell shows it whole
     reg = ProcessRegistry(host=f"docker://{name}")
-    reg.daemon, reg.name = docker_env, name
-    yield reg
-    connection(parse_host(reg.host.url)).close()
-    docker_env.docker("rm", "-f", name, check=False)
+    reg.daemon, reg.name, reg.short = daemon, name, f"docker:{name}"
+    request.addfinalizer(lambda: (connection(parse_host(reg.host.url)).close(),
+                                  daemon.docker("rm", "-f", name, check=False)))
+    return reg
+
+
+def ssh_host(request) -> ProcessRegistry:
+    if sshd.available():
+        pytest.skip(sshd.available())
+    reg = request.getfixturevalue("remote")
+    reg.short = "testbox:"  # and its port, if the HOST column is wide enough
+    return reg
+
+
+@pytest.fixture(params=["ssh", "docker"])
+def box(request, monkeypatch):
+    return container(request, monkeypatch) if request.param == "docker" else ssh_host(request)
 
 
 def log_rows(app) -> list[str]:
@@ -45,7 +63,7 @@ def log_rows(app) -> list[str]:
     return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
 
 
-async def test_a_container_hosts_jobs_their_times_and_a_terminal(registry, box):
+async def test_a_hosts_jobs_their_times_and_a_terminal(registry, box):
     here = registry.spawn("sleep 60", name="local-one")["session_id"]
     ticker = box.spawn("echo early; sleep 1.2; echo late; sleep 60", name="ticker")["session_id"]
     repl = box.spawn("python3 -q -i", pty=True, name="repl")["session_id"]
@@ -53,11 +71,11 @@ async def test_a_container_hosts_jobs_their_times_and_a_terminal(registry, box):
     async with app.run_test(size=(130, 36)) as pilot:
         table = app.query_one(JobsTable)
         await until(pilot, lambda: {here, ticker, repl} <= set(table.rows_by_id), what="every job listed")
-        assert str(table.get_cell(repl, "host")) == f"docker:{box.name}"
+        assert str(table.get_cell(repl, "host")).startswith(box.short)
         assert str(table.get_cell(here, "host")) == "local"
         await until(pilot, lambda: "●" in str(app.query_one(TopBar).render()), what="connected")
 
-        # the container job's log, and when each line arrived there (its times.idx, mirrored)
+        # the remote job's log, and when each line arrived there (its times.idx, mirrored)
         await select(pilot, app, ticker)
         await until(pilot, lambda: "late" in log_rows(app), what="the ticker's lines")
         await pilot.press("l", "T")  # to the log pane, then its times
@@ -65,7 +83,7 @@ async def test_a_container_hosts_jobs_their_times_and_a_terminal(registry, box):
         early, late = (CLOCK.match(r).group(1) for r in log_rows(app) if r)
         assert early != late  # 1.2 s apart over there (one second of the clock passed, at least)
 
-        # type into the PTY job in the container
+        # type into the PTY job over there
         await select(pilot, app, repl, indexed=False)
         await pilot.press("t")
         pane = await until(pilot, lambda: app.query(TerminalPane).first(None), what="the terminal pane")
@@ -75,29 +93,33 @@ async def test_a_container_hosts_jobs_their_times_and_a_terminal(registry, box):
         assert [i["source"] for i in box.inputs(repl)] == ["human"]
         assert "42" in box.screen(repl)["lines"]
 
-        # the container stops: its rows stay, marked, and the top bar says it is down
-        await pilot.press("ctrl+right_square_bracket")
-        box.daemon.docker("stop", "-t", "0", box.name)
-        await until(pilot, lambda: table.rows_by_id[ticker].unreachable, what="rows marked")
-        await until(pilot, lambda: f"docker:{box.name} down" in str(app.query_one(TopBar).render()),
-                    what="down in the top bar")
-        assert registry.poll(here)["status"] == "running"
+        if box.host.scheme == "docker":  # the container stops: its rows stay, marked, the top bar says why
+            await pilot.press("ctrl+right_square_bracket")
+            box.daemon.docker("stop", "-t", "0", box.name)
+            await until(pilot, lambda: table.rows_by_id[ticker].unreachable, what="rows marked")
+            await until(pilot, lambda: f"{box.short} down" in str(app.query_one(TopBar).render()),
+                        what="down in the top bar")
+            assert registry.poll(here)["status"] == "running"
 
 
-def test_the_browser_view_shows_a_containers_jobs(box, tmp_path):
-    """`hermes-procs web` serves the same dashboard: a host jobs were started on from this home
-    shows with its jobs."""
+def test_the_browser_view_shows_every_hosts_jobs(request, monkeypatch, tmp_path):
+    """`hermes-procs web` serves the same dashboard: the hosts jobs were started on from this
+    home (a container and an ssh host) show with their jobs."""
     if not os.access("/usr/bin/chromium", os.X_OK):
         pytest.skip("/usr/bin/chromium missing (tools/system-deps.sh installs it when run as root)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra) is not installed")
     from test_web_browser import CHROMIUM, CHROMIUM_ARGS, Screen
     from webserver import Served
 
-    home = tmp_path / "home"  # this machine's: the host is remembered there (--home would name the container's)
-    started = subprocess.run([sys.executable, "-m", "hermes_procs", "--host", box.host.url, "run", "--name",
-                              "in-the-container", "--", "sleep", "60"], capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "HERMES_PROCS_HOME": str(home)})
-    assert started.returncode == 0, started.stderr
+    hosts = [container(request, monkeypatch)]
+    if not sshd.available():
+        hosts.append(ssh_host(request))
+    home = tmp_path / "home"  # this machine's: the hosts are remembered there (--home would name the host's)
+    for i, box in enumerate(hosts):
+        started = subprocess.run([sys.executable, "-m", "hermes_procs", "--host", box.host.url, "run", "--name",
+                                  f"remote-job-{i}", "--", "sleep", "60"], capture_output=True, text=True,
+                                 timeout=60, env={**os.environ, "HERMES_PROCS_HOME": str(home)})
+        assert started.returncode == 0, started.stderr
     served = Served(home)
     try:
         with sync_api.sync_playwright() as pw:
@@ -106,7 +128,7 @@ def test_the_browser_view_shows_a_containers_jobs(box, tmp_path):
             screen = Screen(page)
             page.goto(f"http://127.0.0.1:{served.port}/?token={served.token}")
             page.click("body")
-            screen.wait_for("in-the-container", f"docker:{box.name}", timeout=60)
+            screen.wait_for(*(f"remote-job-{i}" for i in range(len(hosts))), *(b.short for b in hosts), timeout=60)
             browser.close()
     finally:
         served.stop()
