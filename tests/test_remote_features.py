@@ -127,7 +127,7 @@ def test_tree_and_a_signal_to_one_process(box):
     assert box.kill(sid, grace=0.5)["status"] == "killed"
 
 
-def test_restart_runs_the_job_again_in_the_container(box):
+def test_restart_runs_the_job_again_on_its_host(box):
     old = box.spawn("echo once; sleep 60", name="server")["session_id"]
     new = box.restart(old)
     assert new["status"] == "running" and new["session_id"] != old, new
@@ -167,7 +167,7 @@ def test_cli_run_log_follow_submit_kill(box):
     assert box.exists(f"jobs/{cat}")  # the job lives in the host's home
 
 
-def test_agent_tool_and_mcp_take_a_container_host(box, tmp_path):
+def test_agent_tool_and_mcp_take_a_host(box, tmp_path):
     """The `process` tool's and the MCP tools' `host` argument."""
     from hermes_procs.core.mcp_server import build_server
     from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
