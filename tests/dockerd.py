@@ -136,6 +136,7 @@ def shared(root: Path, owner: int) -> Daemon:
         try:
             daemon = start(owner)
             daemon.image = build_image(daemon)
+            _can_run(daemon)
         except Unavailable as exc:
             record.write_text(json.dumps({"error": str(exc)}))
             raise
@@ -172,6 +173,15 @@ def start(owner: int) -> Daemon:
             shutil.rmtree(base, ignore_errors=True)
             raise Unavailable(f"dockerd did not start: {log}")
         time.sleep(0.1)
+
+
+def _can_run(daemon: Daemon) -> None:
+    """Unavailable (and the daemon stopped) when this kernel cannot run a container: no
+    namespaces, no cgroups, no overlay or seccomp support... dockerd says which."""
+    res = daemon.docker("run", "--rm", "--network", "none", daemon.image, "true", check=False)
+    if res.returncode != 0:
+        stop(daemon.watchdog)
+        raise Unavailable(f"dockerd cannot run a container here: {res.stderr.strip()[-400:]}")
 
 
 def stop(watchdog: int, timeout: float = 60) -> None:
