@@ -13,7 +13,6 @@ Client side only (never sent to a host).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import TYPE_CHECKING
 
@@ -76,8 +75,7 @@ def _k8s(namespace: str, pod: str) -> str | None:
 def _ask(argv: list[str]) -> tuple[int, str, str] | None:
     """(exit status, stdout, stderr) of the engine's command; None when it cannot be run."""
     try:
-        res = subprocess.run(argv, capture_output=True, text=True, timeout=ASK_TIMEOUT, stdin=subprocess.DEVNULL,
-                             env=os.environ.copy())
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=ASK_TIMEOUT, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return res.returncode, res.stdout, res.stderr
