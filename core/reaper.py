@@ -91,6 +91,16 @@ def reap() -> bool:
             return True
 
 
+def reap_all() -> None:
+    """Wait for every child to end, collecting each exit as it comes (a template that stopped
+    serving has nothing else to do)."""
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
 def report(template_on: bool) -> dict[str, str]:
     """What the stdio server tells a client about this host: ``{"reaper": "template" | "pid1"
     | "none", "warning": ...}`` (a warning only for "none")."""

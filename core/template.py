@@ -393,8 +393,7 @@ def serve(home: str, lock_fd: int, idle: float, code: str, reap: bool = False, p
         pass
     server.leave()
     if reaping:  # what it adopted would be nobody's to collect: wait for the last of them
-        while reaper.reap():
-            time.sleep(CHECK_EVERY)
+        reaper.reap_all()
     return 0
 
 

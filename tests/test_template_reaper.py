@@ -15,9 +15,31 @@ from hermes_procs.core import template
 
 
 @pytest.fixture(autouse=True)
-def _reaping(monkeypatch):
+def _reaping(monkeypatch, home):
+    """The reaper on; afterwards its template (which never idles out) is sent away: its socket
+    removed, it leaves once what it adopted has ended."""
     monkeypatch.setenv("HERMES_PROCS_REAPER", "on")
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "1")
+    yield
+    for sock in home.glob("template-*.sock"):
+        sock.unlink()
+    wait_until(lambda: not _templates(home), timeout=15)
+
+
+def _templates(home) -> list[int]:
+    """Pids of live templates serving `home`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            with open(f"/proc/{pid}/comm", "rb") as fh:
+                comm = fh.read().strip()
+        except OSError:
+            continue
+        if comm == template.TEMPLATE_NAME and os.fsencode(home) in argv and pid_alive(int(pid)):
+            found.append(int(pid))
+    return found
 
 
 def _stat(pid: int) -> tuple[str, int]:
