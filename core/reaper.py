@@ -13,7 +13,8 @@ behind is re-parented to it, collects their exits, and stays for the life of the
 instead of leaving after its idle time (it would become a zombie itself). Spawns there go
 through it, started first if need be.
 
-HERMES_PROCS_REAPER: `auto` (default), `on` (the template reaps whatever pid 1 is) or `off`.
+HERMES_PROCS_REAPER: `auto` (default: in a container, see `in_container`), `on` (the template
+reaps whatever pid 1 is) or `off`.
 `pid1_reaps()` reads pid 1's name and signal dispositions from /proc/1/status: a process
 that is not a known init (tini, dumb-init, systemd, ...) and neither catches, blocks (to wait
 for it) nor ignores SIGCHLD never collects an orphan's exit. HERMES_PROCS_REAPER=off turns
@@ -63,13 +64,24 @@ def pid1_name() -> str:
     return "".join(c for c in name if c.isascii() and (c.isalnum() or c in "._+-")) or "?"
 
 
+def in_container() -> bool:
+    """True in a pid namespace of its own (a container's): there, unlike in the machine's own,
+    pid 2 is not the kernel's kthreadd."""
+    try:
+        with open("/proc/2/status") as fh:
+            return not fh.read(200).startswith("Name:\tkthreadd\n")
+    except OSError:
+        return True
+
+
 def needed() -> bool:
     """Whether the template should reap here: HERMES_PROCS_REAPER `on`, or `auto` (the
-    default) and pid 1 does not; never when it is `off` or we are pid 1 ourselves."""
+    default) in a container whose pid 1 does not; never when it is `off` or we are pid 1.
+    (A machine's own pid 1 is an init; one that is not is left alone.)"""
     setting = os.environ.get("HERMES_PROCS_REAPER", "auto").strip().lower()
     if setting in ("off", "0", "no", "false") or os.getpid() == 1:
         return False
-    return setting in ("on", "1", "yes", "true") or not pid1_reaps()
+    return setting in ("on", "1", "yes", "true") or (in_container() and not pid1_reaps())
 
 
 def become_subreaper(ctypes: ModuleType) -> bool:
@@ -106,7 +118,7 @@ def report(template_on: bool) -> dict[str, str]:
     | "none", "warning": ...}`` (a warning only for "none")."""
     if template_on and needed():
         return {"reaper": "template"}
-    if os.getpid() == 1 or pid1_reaps():
+    if os.getpid() == 1 or pid1_reaps() or not in_container():
         return {"reaper": "pid1"}
     why = ("HERMES_PROCS_REAPER is off" if template_on
            else "the supervisor template is off (HERMES_PROCS_TEMPLATE_IDLE=0)")

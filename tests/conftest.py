@@ -109,7 +109,8 @@ def _no_stray_env(monkeypatch):
     # each test home's warm supervisor template (core/template.py) goes soon after its test
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")
     # and is no subreaper staying for good where pid 1 collects no exits (core/reaper.py: a CI
-    # container's may not; tests/test_template_reaper.py and the container tests cover that)
+    # container's may not; tests/test_template_reaper.py and the container tests cover that;
+    # jobs and servers started with an environment of their own may still get one there)
     monkeypatch.setenv("HERMES_PROCS_REAPER", "off")
 
 
