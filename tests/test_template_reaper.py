@@ -10,6 +10,7 @@ import time
 
 import pytest
 from conftest import pid_alive, wait_until
+from test_template import _templates
 
 from hermes_procs.core import template
 
@@ -24,22 +25,6 @@ def _reaping(monkeypatch, home):
     for sock in home.glob("template-*.sock"):
         sock.unlink()
     wait_until(lambda: not _templates(home), timeout=15)
-
-
-def _templates(home) -> list[int]:
-    """Pids of live templates serving `home`."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-            with open(f"/proc/{pid}/comm", "rb") as fh:
-                comm = fh.read().strip()
-        except OSError:
-            continue
-        if comm == template.TEMPLATE_NAME and os.fsencode(home) in argv and pid_alive(int(pid)):
-            found.append(int(pid))
-    return found
 
 
 def _stat(pid: int) -> tuple[str, int]:
