@@ -79,6 +79,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         jobs = f"{r['running']}/{r['jobs']} running" if r["state"] == "connected" else ""
         lines.append(f"{r['host']:<{width}}  {r['state']:<11}  {jobs}".rstrip())
-        if r.get("error"):
-            lines.append(f"{'':<{width}}  {r['error']}")
+        for note in (r.get("error"), r.get("warning")):
+            if note:
+                lines.append(f"{'':<{width}}  {note}")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from hermes_procs.core.model import JobInfo
 from .app import app
 from .jobtable import jobs_text
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit, status_line
+from .output import CliError, emit, host_warning, status_line
 
 
 def _join_command(words: list[str]) -> str:
@@ -79,7 +79,9 @@ def run_cmd(
              "max_runtime": max_runtime, "rows": rows, "cols": cols, "task_id": task, "env": _env(env),
              "quiet_after": quiet_after}
     kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-    result = registry(home).spawn(_join_command(command), pty=pty, **kwargs)
+    reg = registry(home)
+    result = reg.spawn(_join_command(command), pty=pty, **kwargs)
+    host_warning(reg)
     emit(result, as_json, lambda r: str(r["session_id"]))
 
 

@@ -44,6 +44,20 @@ def err(message: str) -> None:
     sys.stderr.flush()
 
 
+def warn(message: str) -> None:
+    """`hermes-procs: warning: <message on one line>` on stderr (the command goes on)."""
+    sys.stderr.write(f"{PROG}: warning: {safe_line(str(message))}\n")
+    sys.stderr.flush()
+
+
+def host_warning(registry: Any) -> None:
+    """Warn about what a remote host said of itself (core/reaper.py: nobody there collects the
+    exits of finished jobs), once the registry has connected."""
+    warning = registry.status().get("warning") if getattr(registry, "remote", False) else None
+    if warning:
+        warn(f"{registry.host.label}: {warning}")
+
+
 _SGR = re.compile(r"(\x1b\[[0-9;]*m)")  # the colours `ls` adds on a terminal (cli/jobtable.py)
 
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import timeline
 from .paths import ensure_private_dir, resolve_home, write_json_atomic
 from .registry import ProcessRegistry
 
@@ -164,7 +165,7 @@ class HostSet:
                 if row.get("session_id") in seen:  # the same host reached under two names
                     continue
                 seen.add(row.get("session_id"))
-                rows.append(row if state == "connected" else dict(row, host_state="unreachable"))
+                rows.append(row if state == "connected" else dict(row, host_state=reg.host_state()))
         with self._lock:
             self._where = {r["session_id"]: r.get("host", "") for r in rows if "session_id" in r}
         rows.sort(key=lambda r: r.get("started_at") or "", reverse=True)
@@ -293,7 +294,8 @@ def _slug(label: str) -> str:
 
 class _Mirror:
     """Copies a remote job's output into a local file while someone looks at it (stops 30 s
-    after the last look, or once the job has finished and everything is copied)."""
+    after the last look, or once the job has finished and everything is copied), with the
+    times its bytes arrived over there (times.idx, core/timeline.py: the log pane's `T`)."""
 
     IDLE = 30.0
 
@@ -303,6 +305,9 @@ class _Mirror:
         self.dir = ensure_private_dir(folder)
         self.path = folder / "output.log"
         self.path.touch(mode=0o600)
+        self.times = folder / timeline.TIMES_NAME
+        self.base = 0  # the remote offset of the mirror's first byte (the host may have dropped older output)
+        self.last: tuple[int, int] = (-1, 0)  # the last time record written: (local offset, epoch ms)
         self._seen = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"mirror-{session_id}")
         self._thread.start()
@@ -316,16 +321,38 @@ class _Mirror:
     def _run(self) -> None:
         offset = None
         while time.monotonic() - self._seen < self.IDLE:
-            res = self.reg.log_bytes(self.session_id, offset if offset is not None else 0, None)
+            res = self.reg.log_bytes(self.session_id, offset if offset is not None else 0, None, times=True)
             data = res.get("data") if isinstance(res, dict) else None
             if data:
                 if offset is None or res["start"] != offset:  # first copy, or the remote dropped output
-                    self.path.write_bytes(b"")
+                    self._start_over(int(res["start"]))
                 with open(self.path, "ab") as fh:
                     fh.write(data)
+                self._add_times(res.get("times"))
                 offset = res["end"]
                 continue
             if isinstance(res, dict) and res.get("status") not in ("running", "error") and offset == res.get("total"):
                 return  # finished and complete
             offset = offset if offset is not None else 0
             time.sleep(MIRROR_EVERY)
+
+    def _start_over(self, base: int) -> None:
+        self.base, self.last = base, (-1, 0)
+        for path in (self.path, self.times):
+            path.write_bytes(b"")
+            path.chmod(0o600)
+
+    def _add_times(self, records: Any) -> None:
+        """Append the host's time records, moved to the mirror's offsets; anything malformed or
+        out of order (offsets rise, times never go back) is left out."""
+        out = []
+        for rec in records if isinstance(records, list) else []:
+            if not (isinstance(rec, list) and len(rec) == 2 and all(type(n) is int and n >= 0 for n in rec)):
+                continue
+            local, ms = max(0, rec[0] - self.base), max(rec[1], self.last[1])
+            if local > self.last[0]:
+                out.append(timeline.record(local, ms))
+                self.last = (local, ms)
+        if out:
+            with open(self.times, "ab") as fh:
+                fh.write(b"".join(out))

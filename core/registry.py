@@ -24,7 +24,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import events, listindex, logstore, processes, proctree, protocol, stats, template, text, timeline, wait_until
+from . import (
+    events,
+    listindex,
+    logstore,
+    processes,
+    proctree,
+    protocol,
+    reaper,
+    stats,
+    template,
+    text,
+    timeline,
+    wait_until,
+)
 from .bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, whole
 from .bounds import setting as _setting
 from .envsafe import child_env, shell_argv
@@ -43,6 +56,7 @@ from .paths import (
     write_text_atomic,
 )
 from .screen import render as render_screen
+from .screen import source as screen_source
 from .search import Collector, search_log
 from .userregex import PatternError, compile_user
 from .watch import HomeWatch
@@ -117,7 +131,7 @@ def _exec_limits(argv: list[str], env: dict[str, str]) -> None:
                        "passed to a new program")
 
 
-def _template_idle() -> float:
+def template_idle() -> float:
     """HERMES_PROCS_TEMPLATE_IDLE: seconds the home's supervisor template waits for work; 0: none."""
     raw = os.environ.get("HERMES_PROCS_TEMPLATE_IDLE")
     try:
@@ -239,9 +253,15 @@ class ProcessRegistry:
         """Start the job's supervisor and return its report line: forked by the home's warm
         template (core/template.py) when one runs, else `argv` as a new interpreter (and a
         template is started for the next spawns)."""
-        idle = _template_idle()
+        idle = template_idle()
         if idle:
-            line = template.spawn(self.home, argv[argv.index(SUPERVISOR) + 1:], env, _umask())
+            args = argv[argv.index(SUPERVISOR) + 1:]
+            line = template.spawn(self.home, args, env, _umask())
+            if line is None and reaper.needed():  # pid 1 would leave a cold supervisor's exit a zombie
+                started, line = template.start_and_spawn(self.home, idle, self.home / "template.log", args, env,
+                                                         _umask())
+                if started is not None:
+                    self._reap_supervisors(started)
             if line is not None:
                 return line
         with open(open_nofollow(jobdir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as errlog:
@@ -389,10 +409,11 @@ class ProcessRegistry:
 
     @_safe
     def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
-                  max_bytes: int = MAX_LOG_BYTES) -> dict[str, Any]:
+                  max_bytes: int = MAX_LOG_BYTES, times: bool = False) -> dict[str, Any]:
         """Raw output bytes between absolute offsets [start, end) (None: the current end),
         at most `max_bytes` of them (the last ones when `start` is None). `end` in the result
-        is where the returned bytes stop, `total` the current end of the output."""
+        is where the returned bytes stop, `total` the current end of the output. `times`: also
+        the records of times.idx that date them, [[offset, epoch ms], ...] (core/timeline.py)."""
         for value, what in ((start, "start"), (end, "end")):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise BadInput(f"{what} must be a byte offset >= 0, not {value!r}")
@@ -404,8 +425,11 @@ class ProcessRegistry:
         first = max(0, stop - max_bytes) if start is None else start
         stop = min(stop, first + max_bytes)
         data = logstore.read_bytes(job.dir, first, stop) if stop > first else b""
-        return {"status": job.status, "session_id": job.session_id, "start": stop - len(data), "end": stop,
-                "total": total, "data": data}
+        result = {"status": job.status, "session_id": job.session_id, "start": stop - len(data), "end": stop,
+                  "total": total, "data": data}
+        if times:
+            result["times"] = timeline.records_between(job.dir, stop - len(data), stop)
+        return result
 
     @_safe
     def list(self, task_id: str | None = None, session_key: str | None = None,
@@ -643,12 +667,16 @@ class ProcessRegistry:
 
     # ---- what the human sees: screen, search, restart ----------------------------------
     @_safe
-    def screen(self, session_id: str) -> dict[str, Any]:
-        """A PTY job's terminal screen as text (core/screen.py)."""
+    def screen(self, session_id: str, raw: bool = False) -> dict[str, Any]:
+        """A PTY job's terminal screen as text (core/screen.py); `raw`: instead of `lines`,
+        `data`, the bytes that draw it (a remote host's answer: its client draws them)."""
         job = self._job(session_id)
         if not job.meta.get("pty"):
             raise BadInput(f"{job.session_id} runs on pipes, not in a terminal: screen needs a job started "
                            "with pty=True (read this one with read_log or search)")
+        if raw:
+            return {"status": job.status, "session_id": job.session_id,
+                    **screen_source(job.dir, job.meta, job.pid if job.running else None)}
         try:
             shown = render_screen(job.dir, job.meta, job.pid if job.running else None)
         except ImportError:

@@ -13,7 +13,9 @@ The remote side needs only Python 3.9+: when hermes-procs is not installed there
 another protocol version) the stdlib core is sent over the connection once and cached in
 ~/.cache/hermes-procs/code/<hash>/ on that host. Jobs live on the remote under its own
 supervisors, so they outlive the connection; a dropped connection makes the host
-`unreachable` (calls return an error saying so) and the next call reconnects.
+`unreachable` (calls return an error saying so) and the next call reconnects. A container
+that is not running (stopped, restarting, removed) is `down` instead: its jobs ended with it
+(core/container_state.py asks the engine).
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ from typing import IO, Any
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from . import template
+from .container_state import down_reason
+from .text import safe_line
+from .screen import draw as draw_screen
 from .stdio_server import STDIO_VERSION, decode_hook, dumps
 
 RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
@@ -44,7 +49,7 @@ CONNECT_TIMEOUT = 20.0
 SCHEMES = ("ssh", "docker", "k8s")
 # Modules that never go to a remote host: client-side only, or needing packages (or a Python
 # newer than 3.9) the remote may not have.
-NOT_SHIPPED = frozenset({"mcp_server.py", "remote.py", "config.py"})
+NOT_SHIPPED = frozenset({"mcp_server.py", "remote.py", "config.py", "container_state.py"})
 
 # Run as `python3 -I -c BOOT DIGEST HOME` on the host: isolated, so nothing of the working
 # directory (the remote user's home) or of PYTHON* variables is imported. Python 3.9 and up.
@@ -363,7 +368,7 @@ class Connection:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self.state = "new"  # new, connected, unreachable
+        self.state = "new"  # new, connected, unreachable, down (a container that is not running)
         self.error = ""
         self.hello: dict[str, Any] = {}
         self._proc: subprocess.Popen[bytes] | None = None
@@ -381,7 +386,7 @@ class Connection:
         with self._lock:
             if self._proc is not None and self._proc.poll() is None and self.state == "connected":
                 return
-            if self.state == "unreachable" and time.monotonic() - self._last_try < RECONNECT_EVERY:
+            if self.state in ("unreachable", "down") and time.monotonic() - self._last_try < RECONNECT_EVERY:
                 raise HostUnreachable(self._unreachable())
             self._last_try = time.monotonic()
             try:
@@ -391,11 +396,18 @@ class Connection:
                     time.sleep(0.5)
                     self._connect()
             except HostUnreachable as exc:
-                self.state, self.error = "unreachable", str(exc)
+                self.state, self.error = self._lost(str(exc))
                 raise HostUnreachable(self._unreachable()) from None
 
+    def _lost(self, error: str) -> tuple[str, str]:
+        """(state, error) of a connection that failed or dropped: `down` with the engine's
+        reason when the host is a container that is not running (core/container_state.py:
+        its jobs ended with it), else `unreachable` (its jobs run on over there)."""
+        reason = down_reason(self.host)
+        return ("down", reason) if reason else ("unreachable", error)
+
     def _unreachable(self) -> str:
-        return f"host {self.host.label} is unreachable: {self.error}"
+        return f"host {self.host.label} is {'down' if self.state == 'down' else 'unreachable'}: {self.error}"
 
     def _connect(self) -> None:
         self._close_proc()
@@ -464,9 +476,10 @@ class Connection:
                 continue
             if isinstance(msg, dict):
                 self._deliver(msg)
+        lost = self._lost(self._why(proc, "the connection dropped")) if self._proc is proc else None
         with self._lock:
-            if self._proc is proc:
-                self.state, self.error = "unreachable", self._why(proc, "the connection dropped")
+            if self._proc is proc and lost is not None:
+                self.state, self.error = lost
                 self._last_try = 0.0
         self._fail_all()
 
@@ -682,9 +695,19 @@ class RemoteRegistry:
         return f"{self.host.label}:{self.conn.hello.get('home', '?')}"
 
     def status(self) -> dict[str, Any]:
-        """{"host", "state": connected/unreachable/new, "error", "code": installed/sent/cached}."""
-        return {"host": self.host.label, "state": self.conn.state, "error": self.conn.error,
-                "code": self.conn.hello.get("code"), "remote_home": self.conn.hello.get("home")}
+        """{"host", "state": connected/unreachable/down/new, "error", "code": installed/sent/cached,
+        "reaper": who collects finished processes there (core/reaper.py), "warning"}."""
+        hello = self.conn.hello
+        status = {"host": self.host.label, "state": self.conn.state, "error": self.conn.error,
+                  "code": hello.get("code"), "remote_home": hello.get("home"), "reaper": hello.get("reaper")}
+        if hello.get("warning"):  # the host's words: the one sanitiser, one line, bounded
+            status["warning"] = safe_line(str(hello["warning"]))[:400]
+        return status
+
+    def host_state(self) -> str:
+        """What a result of a call that could not reach the host says of it: `down` (a container
+        that is not running: its jobs ended) or `unreachable` (they run on over there)."""
+        return "down" if self.conn.state == "down" else "unreachable"
 
     def connect(self) -> dict[str, Any]:
         try:
@@ -698,7 +721,7 @@ class RemoteRegistry:
         try:
             result = self.conn.call(method, args, kwargs, cancel=cancel)
         except HostUnreachable as exc:
-            return {"status": "error", "error": str(exc), "host": self.host.label, "host_state": "unreachable"}
+            return {"status": "error", "error": str(exc), "host": self.host.label, "host_state": self.host_state()}
         except RemoteError as exc:
             return {"status": "error", "error": f"on {self.host.label}: {exc}", "host": self.host.label}
         return self._tag(result)
@@ -730,6 +753,19 @@ class RemoteRegistry:
             except (OSError, ValueError):  # best effort: the job runs either way
                 pass
         return result
+
+    def screen(self, session_id: Any) -> dict[str, Any]:
+        """As `ProcessRegistry.screen`, drawn here: the host sends the bytes that draw the
+        screen and its size (it has no terminal emulator: only the stdlib core is sent)."""
+        result: dict[str, Any] = self._call("screen", (session_id,), {"raw": True})
+        data = result.pop("data", None)
+        if not isinstance(data, bytes):
+            return result
+        try:
+            return {**result, **draw_screen(data, int(result["rows"]), int(result["cols"]))}
+        except ImportError:
+            return {"status": "error", "error": "screen needs the bittty package: pip install bittty",
+                    "host": self.host.label}
 
     def stream(self, session_id: Any, input: bool = False, source: str = "human") -> RemoteStream:
         """A live attach, as `ProcessRegistry.stream` (raises on failure)."""

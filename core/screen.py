@@ -1,8 +1,10 @@
 """A PTY job's terminal screen, rendered from the tail of its log by the bittty emulator.
 
 `render(jobdir, meta, root_pid)` answers `screen(id)`: ``{"rows", "cols", "lines", "cursor",
-"alternate_screen"}``. It feeds a fresh bittty ``Board`` (pure Python; imported only when a
-screen is asked for) only the end of the log: :func:`prepare` cuts a long stretch of output to
+"alternate_screen"}``; it is :func:`source` (the bytes that draw the screen, and its size:
+what a remote host sends) then :func:`draw` (the emulator: on the client for a remote job).
+It feeds a fresh bittty ``Board`` (pure Python; imported only when a screen is drawn) only
+the end of the log: :func:`prepare` cuts a long stretch of output to
 the last screenfuls that rebuild the screen (:func:`safe_tail`) and replays the terminal modes
 the skipped part set (alternate screen, cursor keys, ...). The dashboard's terminal pane
 (tui/vt.py) feeds its engine through the same functions.
@@ -167,18 +169,32 @@ class ReplySink:
 
 def render(jobdir: Path, meta: dict[str, Any], root_pid: int | None) -> dict[str, Any]:
     """The screen the job's output leaves, at its terminal's current size."""
+    shown = source(jobdir, meta, root_pid)
+    return {"rows": shown["rows"], "cols": shown["cols"], **draw(shown["data"], shown["rows"], shown["cols"])}
+
+
+def source(jobdir: Path, meta: dict[str, Any], root_pid: int | None) -> dict[str, Any]:
+    """What draws the screen, without drawing it: ``{"rows", "cols", "data"}``, the terminal's
+    size and the bytes (the end of the log, modes replayed: :func:`prepare`) that leave it. A
+    remote host answers this and the client draws (:func:`draw`): the host needs no emulator."""
+    rows, cols = terminal_size(root_pid) or (int(meta.get("rows") or 24), int(meta.get("cols") or 80))
+    _, data = prepare(logstore.tail_bytes(jobdir, READ_BYTES), rows, cols, in_alt=False)
+    return {"rows": rows, "cols": cols, "data": data}
+
+
+def draw(data: bytes, rows: int, cols: int) -> dict[str, Any]:
+    """``{"lines", "cursor", "alternate_screen"}``: the screen a fresh bittty ``Board`` of
+    ``rows`` x ``cols`` shows after ``data`` (ImportError without bittty)."""
     from bittty import Board
 
-    rows, cols = terminal_size(root_pid) or (int(meta.get("rows") or 24), int(meta.get("cols") or 80))
     board = Board(width=cols, height=rows)
     sink = ReplySink()
     sink.enabled = False  # the job asked its questions long ago
     board.host.attach(sink)
-    _, data = prepare(logstore.tail_bytes(jobdir, READ_BYTES), rows, cols, in_alt=False)
     board.feed_host_data(data)
     page = board.blitter.current_page
     lines = ["".join(cell[1] for cell in page.grid[y]).rstrip() for y in range(min(rows, page.height))]
-    return {"rows": rows, "cols": cols, "lines": lines, "cursor": [board.cursor.y, board.cursor.x],
+    return {"lines": lines, "cursor": [board.cursor.y, board.cursor.x],
             "alternate_screen": bool(board.blitter.in_alt_screen)}
 
 

@@ -7,7 +7,8 @@ because it may be sent over the connection to a host where hermes-procs is not i
 
 Wire format (version STDIO_VERSION), every message one line of JSON:
 
-    server, first line:  {"hello": "hermes-procs", "v": 1, "version": ..., "home": ..., "code": ...}
+    server, first line:  {"hello": "hermes-procs", "v": 2, "version": ..., "home": ..., "code": ...,
+                          "reaper": "pid1" | "template" | "none", "warning": ... (core/reaper.py)}
     call:                {"id": N, "call": METHOD, "args": [...], "kwargs": {...}}
       reply:             {"id": N, "result": ...}  or  {"id": N, "error": "...", "kind": "..."}
     cancel a wait:       {"id": N, "cancel": true}       (its wait returns "interrupted")
@@ -28,7 +29,8 @@ import sys
 import threading
 from typing import Any, BinaryIO, Optional
 
-STDIO_VERSION = 1
+# 2: screen(raw=True) and log_bytes(times=True), which a client draws and mirrors with
+STDIO_VERSION = 2
 NOT_CALLABLE = frozenset({"stream", "job_dir", "log_files"})
 
 
@@ -159,7 +161,8 @@ class Server:
 
 def main(home: Optional[str] = None, code: str = "installed") -> int:
     """Serve the registry of `home` (the remote user's default home when None)."""
-    from hermes_procs.core.registry import ProcessRegistry
+    from hermes_procs.core import reaper
+    from hermes_procs.core.registry import ProcessRegistry, template_idle
 
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write into the protocol stream
@@ -172,7 +175,7 @@ def main(home: Optional[str] = None, code: str = "installed") -> int:
     version = getattr(sys.modules.get("hermes_procs"), "__version__", "?")
     hello = {"hello": "hermes-procs", "v": STDIO_VERSION, "version": version,
              "home": str(registry.home), "code": code,
-             "python": "%d.%d.%d" % sys.version_info[:3]}
+             "python": "%d.%d.%d" % sys.version_info[:3], **reaper.report(template_idle() > 0)}
     Server(registry, sys.stdin.buffer, out).serve(hello)
     return 0
 

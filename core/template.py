@@ -1,15 +1,19 @@
 """The warm supervisor template of a state home: a fork server, so a spawn costs a fork, not a
 new Python interpreter.
 
-Server: `python -I -S template.py HOME LOCKFD IDLE CODE [PATH]` (CODE: the fingerprint of the
-code it runs, see `fingerprint`; PATH: where ptyprocess is), started by the first registry that
+Server: `python -I -S template.py HOME LOCKFD IDLE CODE REAP [PATH]` (CODE: the fingerprint of
+the code it runs, see `fingerprint`; REAP: `reap` when it must collect exits, see below, else
+`-`; PATH: where ptyprocess is), started by the first registry that
 needs it (`start`), holding an exclusive flock on `<home>/template-CODE.lock` for its whole life
 (so exactly one runs per home and code, and a socket nobody holds the lock for is stale). It
 imports what a supervisor needs (supervisor.py, supervisor_loop.py and what they load, and
 ptyprocess), moves that heap out of the cyclic GC (`gc.freeze`, so the forked supervisors keep
 sharing its pages) and serves `<home>/template-CODE.sock` (0600). It exits after IDLE seconds
 without a request, as soon as its socket is removed or replaced, or when its code on disk
-changes (an upgrade: it would fork supervisors of code no longer installed).
+changes (an upgrade: it would fork supervisors of code no longer installed). Where pid 1
+does not collect the exits of orphans (a container's `sleep infinity`: core/reaper.py) it is
+their subreaper instead and stays: it leaves only for an upgrade, and then not before the
+processes it adopted have ended.
 
 One request per connection, from the same user only (SO_PEERCRED): a 4-byte length, then a JSON
 object {"args": supervisor.main's argv, "env": {...}, "umask": N, "limits": {...}}, with the
@@ -59,6 +63,7 @@ DEFAULT_IDLE = 300.0
 ANSWER_WAIT = 0.5  # seconds a template (or its spare) has to say `forked PID`; then the spawn goes cold
 REPORT_TIMEOUT = 30.0  # seconds a forked supervisor has to report the job's start
 CHECK_EVERY = 2.0  # seconds between a template's looks at its code on disk
+START_WAIT = 5.0  # seconds a spawn that must go through a template waits for a new one to serve
 MAX_REQUEST = 16 << 20
 TEMPLATE_NAME = b"hp-template"  # process names (comm), see _name
 SUPERVISOR_NAME = b"hp-supervisor"
@@ -69,7 +74,7 @@ SPARE_STALL = 0.1  # seconds a connection may wait for the spare before the temp
 # that every module they import is listed): the fingerprint covers their source.
 CODE = ("supervisor", "supervisor_loop", "supervisor_clients", "supervisor_kill", "supervisor_output",
         "supervisor_state", "supervisor_stdin", "supervisor_watch", "idle_events", "stats", "proctree",
-        "text", "timeline", "wire", "bounds", "template")
+        "text", "timeline", "wire", "bounds", "template", "reaper")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -275,6 +280,8 @@ def start(home: str | os.PathLike[str], idle: float, log_path: str | os.PathLike
     import fcntl
     import subprocess
 
+    from . import reaper
+
     code = fingerprint()
     fd = os.open(os.path.join(os.fspath(home), lock_name(code)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -285,11 +292,25 @@ def start(home: str | os.PathLike[str], idle: float, log_path: str | os.PathLike
         _remove_stale(os.fspath(home), fcntl)
         with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
             return subprocess.Popen([sys.executable, "-I", "-S", __file__, os.fspath(home), str(fd), repr(idle),
-                                     code, pty_path()],
+                                     code, "reap" if reaper.needed() else "-", pty_path()],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                     pass_fds=(fd,), start_new_session=True, env={})
     finally:
         os.close(fd)
+
+
+def start_and_spawn(home: str | os.PathLike[str], idle: float, log_path: str | os.PathLike[str], args: list[str],
+                    env: dict[str, str], umask: int) -> tuple[subprocess.Popen[bytes] | None, bytes | None]:
+    """Start the home's template (unless one is starting) and spawn through it as soon as it
+    serves: where pid 1 collects no exits (core/reaper.py), a supervisor started cold would
+    end as a zombie. (The template's process when started here, the report line or None.)"""
+    started = start(home, idle, log_path)
+    deadline = time.monotonic() + START_WAIT
+    while True:
+        line = spawn(home, args, env, umask)
+        if line is not None or time.monotonic() > deadline or (started is not None and started.poll() is not None):
+            return started, line
+        time.sleep(0.01)
 
 
 def _remove_stale(home: str, fcntl: ModuleType) -> None:
@@ -330,9 +351,11 @@ def caller_limits() -> dict[str, Any]:
 
 
 # ---- server (the template process) ---------------------------------------------------------
-def serve(home: str, lock_fd: int, idle: float, code: str, path: str = "") -> int:
+def serve(home: str, lock_fd: int, idle: float, code: str, reap: bool = False, path: str = "") -> int:
     """Serve spawn requests of `code` (the fingerprint the starter saw) until IDLE seconds pass
-    without one, the socket is gone or the code on disk is no longer `code`.
+    without one, the socket is gone or the code on disk is no longer `code`. `reap` (the
+    starter's reaper.needed()): be the subreaper of what it forks, collect their exits, and
+    never leave for idleness.
 
     One spare supervisor waits ready (forked, detached, in its own session) and takes the next
     request itself, so a spawn costs no fork of the template; as soon as it takes one, the
@@ -343,6 +366,7 @@ def serve(home: str, lock_fd: int, idle: float, code: str, path: str = "") -> in
     import gc
     import resource  # noqa: F401 - each forked supervisor takes the caller's limits with it
 
+    import reaper
     import supervisor
     import supervisor_loop  # noqa: F401 - loaded here so every forked supervisor shares it
     import text  # noqa: F401
@@ -361,12 +385,15 @@ def serve(home: str, lock_fd: int, idle: float, code: str, path: str = "") -> in
     os.chdir(home)
     listener = wire.listen(sock_name(code), 128)
     listener.setblocking(False)  # the spare and the template both accept on it: never block
-    server = _Server(listener, lock_fd, idle, supervisor, (code, path))
+    reaping = reap and reaper.become_subreaper(ctypes)
+    server = _Server(listener, lock_fd, idle, supervisor, (code, path), reaper if reaping else None)
     gc.collect()
     gc.freeze()
     while server.step():
         pass
     server.leave()
+    if reaping:  # what it adopted would be nobody's to collect: wait for the last of them
+        reaper.reap_all()
     return 0
 
 
@@ -375,9 +402,10 @@ class _Server:
     none) and the times that decide when to fork a spare, bypass one, or leave."""
 
     def __init__(self, listener: socket.socket, lock_fd: int, idle: float, supervisor: SupervisorModule,
-                 code: tuple[str, str]) -> None:
+                 code: tuple[str, str], reaper: ModuleType | None = None) -> None:
         self.listener, self.lock_fd, self.idle, self.supervisor = listener, lock_fd, idle, supervisor
         self.code, self.path = code
+        self.reaper = reaper  # core/reaper.py when it is the subreaper of what it forks: never idles out
         self.sock = sock_name(self.code)
         self.ident = os.stat(self.sock).st_ino
         self.next_check = time.monotonic() + CHECK_EVERY
@@ -389,6 +417,8 @@ class _Server:
 
     def step(self) -> bool:
         """Wait for the next thing to do and do it; False when the template should leave."""
+        if self.reaper is not None:
+            self.reaper.reap()
         if time.monotonic() >= self.next_check:
             self.next_check = time.monotonic() + CHECK_EVERY
             if fingerprint(self.path) != self.code:  # upgraded: its supervisors would run old code
@@ -403,14 +433,19 @@ class _Server:
         elif ready or self.pending:
             self._waiting()
         else:
-            return not (_replaced(self.sock, self.ident) or time.monotonic() - self.last >= self.idle)
+            idle = self.reaper is None and time.monotonic() - self.last >= self.idle
+            return not (_replaced(self.sock, self.ident) or idle)
         return True
 
     def leave(self) -> None:
-        """Remove the socket and the lock, unless a newer template's have replaced them."""
+        """Remove the socket and the lock, unless a newer template's have replaced them, and
+        stop serving (a spare leaves too)."""
         for name, ident in ((self.sock, self.ident), (lock_name(self.code), os.fstat(self.lock_fd).st_ino)):
             if not _replaced(name, ident):
                 os.unlink(name)
+        self.listener.close()
+        os.close(self.lock_fd)
+        os.close(self.alive_w)
 
     def _watch(self) -> tuple[list[Any], list[Any], list[Any], float]:
         """What to select on: the listener when there is no spare; the spare's pipe, and the
@@ -651,4 +686,5 @@ def _complain(line: str) -> None:
 
 if __name__ == "__main__":
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-    sys.exit(serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], *sys.argv[5:6]))
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5] == "reap",
+                   *sys.argv[6:7]))

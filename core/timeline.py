@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-__all__ = ["EVERY", "RECORD", "TIMES_NAME", "TimeIndex", "parse_since", "prune", "read_since", "record"]
+__all__ = ["EVERY", "RECORD", "TIMES_NAME", "TimeIndex", "parse_since", "prune", "read_since", "record",
+           "records_between"]
 
 TIMES_NAME = "times.idx"
 RECORD = 16  # bytes: offset (u64 LE), time in ms since the epoch (u64 LE)
@@ -136,6 +137,22 @@ class TimeIndex:
             else:
                 hi = mid
         return self.entry(lo)[0] if lo < self._n else None
+
+
+def records_between(jobdir: str | os.PathLike[str], start: int, end: int) -> list[tuple[int, int]]:
+    """The raw records (absolute offset, epoch ms) that date the bytes [start, end): the last
+    at or before ``start`` and every later one before ``end`` (a mirror of a remote job's log
+    copies them with its bytes: core/hosts.py)."""
+    with TimeIndex(jobdir) as times:
+        if not len(times):
+            return []
+        first = max(0, times._last_at_or_before(start))
+        out: list[tuple[int, int]] = []
+        for off, when in times.entries(first, len(times) - first):
+            if off >= end and out:
+                break
+            out.append((off, round(when * 1000)))
+        return out
 
 
 def prune(path: str, keep_from: int) -> None:

@@ -120,6 +120,10 @@ def _no_stray_env(monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_REDACT", raising=False)
     # each test home's warm supervisor template (core/template.py) goes soon after its test
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")
+    # and is no subreaper staying for good where pid 1 collects no exits (core/reaper.py: a CI
+    # container's may not; tests/test_template_reaper.py and the container tests cover that;
+    # jobs and servers started with an environment of their own may still get one there)
+    monkeypatch.setenv("HERMES_PROCS_REAPER", "off")
 
 
 @pytest.fixture
@@ -173,3 +177,43 @@ def tmux():
     server = Tmux()
     yield server
     server.close()
+
+
+# ---- a private Docker daemon (tests/dockerd.py) for the container tests ---------------------
+
+def _session_root(factory) -> tuple[object, int]:
+    """The folder every worker of this pytest session shares, and the session's main process."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return factory.getbasetemp().parent, os.getppid()
+    return factory.getbasetemp(), os.getpid()
+
+
+@pytest.fixture(scope="session")
+def docker_daemon(tmp_path_factory):
+    """The session's dockerd with the test image (started once for all workers; it stops when
+    the session ends, even a failed or killed one). Skips, saying why, where it cannot run."""
+    import dockerd
+
+    root, owner = _session_root(tmp_path_factory)
+    try:
+        return dockerd.shared(root, owner)
+    except dockerd.Unavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def docker_env(docker_daemon, monkeypatch):
+    """DOCKER_HOST pointing at the session's daemon, for this test and what it starts."""
+    monkeypatch.setenv("DOCKER_HOST", docker_daemon.host)
+    return docker_daemon
+
+
+def pytest_sessionfinish(session):
+    """The main process stops the session's dockerd (its watchdog would, a moment later)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None and factory._basetemp is not None:
+        import dockerd
+
+        dockerd.stop_shared(factory.getbasetemp())

@@ -182,6 +182,7 @@ def test_template_refuses_another_user(tmp_path):
 def _ask_as_nobody(path: Path, jobdir: Path) -> int:
     """Fork, become nobody, ask the template for a supervisor; exit 0 if it was refused (no
     acknowledgement on the connection, the report pipe closed unwritten)."""
+    limits = template.caller_limits()  # here: nobody may not read this interpreter's stdlib (resource)
     pid = os.fork()
     if pid == 0:
         code = 3
@@ -193,7 +194,7 @@ def _ask_as_nobody(path: Path, jobdir: Path) -> int:
             sock.connect(str(path))
             r, w = os.pipe()
             body = json.dumps({"args": [str(jobdir), "0", "30", "120", "/", "--", "/bin/true"], "env": {},
-                               "umask": 0o22, "limits": template.caller_limits()}).encode()
+                               "umask": 0o22, "limits": limits}).encode()
             try:
                 sock.sendmsg([struct.pack("!I", len(body)), body],
                              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [w]))])

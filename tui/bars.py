@@ -69,7 +69,7 @@ class TopBar(Widget):
 
 # how the top bar shows a remote host's connection: (mark, style)
 _HOST_STATES = {"connected": ("●", "green"), "new": ("…", "dim"), "unreachable": ("✕", "bold magenta"),
-                "invalid": ("✕", "bold red")}
+                "down": ("✕", "bold red"), "invalid": ("✕", "bold red")}
 
 
 class DetailTitle(Widget):

@@ -249,10 +249,10 @@ class MainScreen(Screen):
         for h in hosts:  # say once when a host drops or comes back
             before = self._host_states.get(h["host"])
             state = h.get("state", "")
-            if before is not None and before != state and state in ("connected", "unreachable"):
-                self.notify(h.get("error") or "" if state == "unreachable" else "its jobs are live again",
+            if before is not None and before != state and state in ("connected", "unreachable", "down"):
+                self.notify(h.get("error") or "" if state != "connected" else "its jobs are live again",
                             title=f"{names[h['host']]}: {state}", timeout=6, markup=False,
-                            severity="warning" if state == "unreachable" else "information")
+                            severity="warning" if state != "connected" else "information")
             self._host_states[h["host"]] = state
 
     def _ended(self, row: JobRow) -> None:

@@ -318,7 +318,7 @@ class Sampler(threading.Thread):
         """The row of a list row; the text a job controls (name, command, cwd) through the one
         sanitiser, so no widget, toast, dialog or copy shows its escapes raw."""
         running = job.get("status") == "running"
-        unreachable = job.get("host_state") == "unreachable"
+        unreachable = job.get("host_state") in ("unreachable", "down")  # down: a stopped container
         return JobRow(
             session_id=job.get("session_id", ""),
             name=safe_line(job.get("name") or ""),
