@@ -40,9 +40,9 @@ from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from . import template
 from .container_state import down_reason
-from .text import safe_line
 from .screen import draw as draw_screen
 from .stdio_server import STDIO_VERSION, decode_hook, dumps
+from .text import safe_line
 
 RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
 CONNECT_TIMEOUT = 20.0
