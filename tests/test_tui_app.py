@@ -10,10 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from pilot import notes, select, spawn, until
+from pilot import confirm, notes, select, settle, spawn, until
 from rich.console import Console
 
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
 from hermes_procs.tui.app import HermesApp
+from hermes_procs.tui.bars import DetailTitle
 from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, SignalScreen
 from hermes_procs.tui.help import HelpScreen, help_entries, markdown_table
 from hermes_procs.tui.jobs_table import JobsTable
@@ -248,11 +252,25 @@ async def test_kill_with_confirmation(registry, alive):
         assert alive(pid)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, KillScreen))
-        await pilot.press("y")
+        await confirm(pilot)
         table = app.query_one(JobsTable)
         await until(pilot, lambda: table.rows_by_id[sid].label == "killed", what="killed")
         assert not alive(pid)
         assert "Killed" in notes(app)
+
+
+async def test_kill_dialog_of_an_exited_job_says_what_it_kills(registry):
+    sid = spawn(registry, "exit 3", name="done-already")
+    registry.wait(sid, timeout=10)
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid, indexed=False)
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen))
+        shown = " ".join(str(w.render()) for w in app.screen.query("Label, Static"))
+        assert "Kill what this job left running?" in shown and "It has ended (exited 3)" in shown
+        assert "Its whole process tree gets SIGTERM" not in shown
+        await pilot.press("escape")
 
 
 async def test_kill_dialog_shows_survivors(registry):
@@ -278,6 +296,7 @@ async def test_signal_chooser(registry):
         await select(pilot, app, sid)
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignalScreen))
+        await settle(pilot)
         await pilot.press("i")  # INT
         table = app.query_one(JobsTable)
         await until(pilot, lambda: not table.rows_by_id[sid].running, what="INT handled")
@@ -287,6 +306,7 @@ async def test_signal_chooser(registry):
         await select(pilot, app, other)
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignalScreen))
+        await settle(pilot)
         await pilot.press("down", "enter")  # second entry: TERM
         await until(pilot, lambda: not table.rows_by_id[other].running, what="TERM")
         assert table.rows_by_id[other].exit_code == -15
@@ -412,6 +432,7 @@ async def test_help_screen_and_footer(registry):
         assert len(entries) > 20
         for entry in entries:  # generated from the bindings: every one is on the screen
             assert entry.shown in shown and " ".join(entry.does.split()) in shown, entry
+            assert entry.section in shown, entry.section  # titles whole ("Log pane (l, Tab)")
         # snapshots keep arriving while a dialog is open
         table = app.screen_stack[0].query_one(JobsTable)
         sid = spawn(registry, "sleep 30", name="while-help")
@@ -473,6 +494,46 @@ async def test_small_terminal_80x24(registry):
         assert app.query_one(LogPane).size.height >= 5
         await pilot.click(JobsTable, offset=(10, 3))  # mouse selects a row
         await until(pilot, lambda: app.main.selected == table_ids(app)[2])
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (140, 45)])
+async def test_footer_and_job_header_fit_the_width(registry, width, height):
+    """The footer keeps q Quit and ? Help, the header its state (waiting for input, the log's
+    state), whatever the width and however long the job's name and command."""
+    long = "echo " + "a-very-long-argument " * 12 + "&& read -p 'Continue? [y/N] ' answer"
+    sid = spawn(registry, long, name="installer with a long name", pty=True)
+    app = make_app(registry)
+    async with app.run_test(size=(width, height)) as pilot:
+        await select(pilot, app, sid, indexed=False)
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: table.rows_by_id[sid].waiting, what="waiting for input")
+        footer = app.screen.query_one(Footer)
+        await until(pilot, lambda: len(footer.query(FooterKey)) > 3, what="the footer's keys")
+        shown = {f"{k.key_display} {k.description}": k.region for k in footer.query(FooterKey)}
+        assert {"q Quit", "? Help"} <= set(shown), shown
+        assert all(region.right <= width for region in shown.values()), shown
+        title = app.query_one(DetailTitle)
+        await until(pilot, lambda: "waiting for input" in title.render().plain, what="the header's state")
+        text = title.render()
+        assert text.cell_len <= title.content_size.width, text.plain
+        assert text.plain.endswith("· log following") and "PTY  waiting for input" in text.plain, text.plain
+        if width >= 140:
+            assert "installer with a long name  echo a-very-long-argument" in text.plain
+
+
+async def test_home_and_end_in_the_jobs_table(registry):
+    ids = [spawn(registry, f"sleep {60 + i}", name=f"row {i}") for i in range(30)]
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table_ids(app)) == 30, what="every job listed")
+        await pilot.press("end")
+        await until(pilot, lambda: app.main.selected == ids[0], what="the last row (the oldest job)")
+        assert table.cursor_row == 29
+        await pilot.press("home")
+        await until(pilot, lambda: app.main.selected == ids[-1], what="the first row (the newest job)")
+        await pilot.press("pagedown")
+        await until(pilot, lambda: table.cursor_row > 5, what="a page down")
 
 
 async def test_closing_the_app_never_stops_jobs(registry, alive):
@@ -563,7 +624,7 @@ async def test_a_corrupt_job_folder_does_not_break_the_table(registry, home):
         await select(pilot, app, "proc_0123456789ab", indexed=False)
         await pilot.press("k")  # the dialog opens; the core answers with an error, nothing crashes
         await until(pilot, lambda: isinstance(app.screen, KillScreen))
-        await pilot.press("y")
+        await confirm(pilot)
         await pilot.pause(0.5)
         assert app.is_running
 

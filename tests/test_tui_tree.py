@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from conftest import pid_alive
-from pilot import notes, select, until
+from pilot import confirm, notes, select, settle, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import SignalScreen
@@ -75,12 +75,30 @@ async def test_signal_one_process_from_the_view(registry):
         await highlight(pilot, screen, sleeper["pid"])
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignalScreen), what="signal chooser")
-        await until(pilot, lambda: app.screen.focused is not None, what="chooser focused")
+        await settle(pilot)
         await pilot.press("t")  # TERM
         await until(pilot, lambda: find(screen, "sleep 100") is None, what="sleeper gone from the view")
         assert not pid_alive(sleeper["pid"]) and pid_alive(waiting(screen)["pid"])
         assert registry.poll(sid)["status"] == "running"
         assert "sent TERM to process" in notes(app)
+
+
+async def test_stop_and_cont_have_letters_in_the_signal_chooser(registry):
+    sid = registry.spawn(ASKS)["session_id"]
+    app = HermesApp(registry, sample_interval=0.3)
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await open_tree(pilot, app, sid)
+        sleeper = find(screen, "sleep 100")
+        await highlight(pilot, screen, sleeper["pid"])
+        for letter, state in (("s", "T"), ("c", "S")):  # STOP, then CONT
+            await pilot.press("s")
+            await until(pilot, lambda: isinstance(app.screen, SignalScreen), what="signal chooser")
+            hint = " ".join(str(w.render()) for w in app.screen.query("Static"))
+            assert "i/t/h/k/s/c pick" in hint, hint
+            await settle(pilot)
+            await pilot.press(letter)
+            await until(pilot, lambda: find(screen, "sleep 100")["state"] == state,  # noqa: B023
+                        what=f"{letter}: state {state}")
 
 
 async def test_kill_one_process_asks_first(registry):
@@ -99,8 +117,7 @@ async def test_kill_one_process_asks_first(registry):
         assert pid_alive(sleeper["pid"])
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, KillProcessScreen), what="confirmation again")
-        await until(pilot, lambda: app.screen.focused is not None, what="confirmation focused")
-        await pilot.press("y")
+        await confirm(pilot)
         await until(pilot, lambda: find(screen, "sleep 100") is None, what="killed process gone from the view")
         assert not pid_alive(sleeper["pid"]) and registry.poll(sid)["status"] == "running"
 

@@ -13,6 +13,7 @@ import gc
 from collections.abc import Iterable
 from functools import partial
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -22,6 +23,7 @@ from hermes_procs.core.hosts import dashboard_registry
 
 from .config import Config, load_config, remember_theme
 from .help import HelpScreen, palette_entries
+from .keyroute import KeyRouter
 from .main_screen import MainScreen
 from .readonly import ReadOnlyRegistry
 
@@ -50,6 +52,15 @@ class HermesApp(App):
         self.registry = ReadOnlyRegistry(registry) if read_only else registry
         self.config = config if config is not None else load_config()
         self.main = MainScreen(self.registry, sample_interval=sample_interval, home_label=home_label)
+        self.keys = KeyRouter(self)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys read from the terminal go through the KeyRouter (tui/keyroute.py): a burst of
+        keys goes where each key's focus went, and typed text never answers a confirmation."""
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            await self.keys.route(event)
+            return
+        await super().on_event(event)
 
     def get_default_screen(self) -> MainScreen:
         return self.main

@@ -117,7 +117,13 @@ class JobsTable(DataTable):
     BINDINGS = [
         Binding("up", "cursor_up", "Up", show=False, tooltip="select a job (or click it)"),
         Binding("down", "cursor_down", "Down", show=False, tooltip="select a job (or click it)"),
-        Binding("enter", "select_cursor", "Open", show=False,
+        Binding("home", "scroll_top", "First", show=False, tooltip="the first job / the last job"),
+        Binding("end", "scroll_bottom", "Last", show=False, tooltip="the first job / the last job"),
+        Binding("pageup", "page_up", "Page up", show=False, tooltip="a page of jobs up / down"),
+        Binding("pagedown", "page_down", "Page down", show=False, tooltip="a page of jobs up / down"),
+        # the screen's action at once (not RowSelected, a message handled a turn later): the keys
+        # typed right after Enter go to the pane or input bar it opens (tui/keyroute.py)
+        Binding("enter", "screen.open_job", "Open", show=False,
                 tooltip="PTY job: its terminal pane; pipe job: type into it; finished job: its log"),
     ]
 

@@ -24,9 +24,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
-from .bars import DetailTitle, TopBar, one_line
+from .bars import DetailTitle, KeyFooter, TopBar, one_line
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
 from .exit_toasts import ExitToasts, summary
@@ -34,6 +34,7 @@ from .find import FilterBar, FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
+from .keyroute import focus_now
 from .log_export import save_log, selected_text
 from .log_pane import LogPane
 from .messages import (
@@ -149,7 +150,7 @@ class MainScreen(Screen):
             yield FindBox(id="log-find")
             yield FilterBar(id="log-filter")
             yield InputBar(id="input")
-        yield Footer(show_command_palette=False)
+        yield KeyFooter(show_command_palette=False)
 
     @property
     def table(self) -> JobsTable:
@@ -360,7 +361,12 @@ class MainScreen(Screen):
         self._show_row()
 
     @on(DataTable.RowSelected)
-    def _on_row_enter(self, message: DataTable.RowSelected) -> None:
+    def _on_row_clicked(self) -> None:
+        self.action_open_job()
+
+    def action_open_job(self) -> None:
+        """Enter on a job (or a click on the selected row): a PTY job's terminal pane, a pipe
+        job's input bar, a finished job's log."""
         row = self.current_row()
         if row is None:
             return
@@ -369,7 +375,7 @@ class MainScreen(Screen):
         elif row.running:
             self.action_focus_input()
         else:
-            self.log_pane.focus()
+            focus_now(self.log_pane)
 
     @on(LogPane.CopyLines)
     def _on_copy_lines(self, message: LogPane.CopyLines) -> None:
@@ -432,7 +438,7 @@ class MainScreen(Screen):
             self.notify("This job has no PTY: its output is in the log pane, type with i.", timeout=4)
             return
         if self.terminal is not None and self.terminal.session_id == row.session_id:
-            self.terminal.focus()
+            focus_now(self.terminal)
             return
         self._close_terminal(refocus=False)
         pane = TerminalPane(self.registry, row.session_id, id="terminal")
@@ -444,7 +450,7 @@ class MainScreen(Screen):
                     "[b]Ctrl-T[/] full screen · [b]Shift-PgUp[/] scroll back")
         hint.add_class("shown")
         self.query_one("#detail", Vertical).mount(pane, before=self.log_pane)
-        pane.focus()
+        focus_now(pane)
         self._show_row()
 
     def _close_terminal(self, refocus: bool = True) -> None:
@@ -454,7 +460,7 @@ class MainScreen(Screen):
         self.query_one("#term-hint", Static).remove_class("shown")
         self.log_pane.display = True
         if refocus:
-            self.table.focus()
+            focus_now(self.table)
         self._show_row()
 
     @on(TerminalPane.Leave)
@@ -705,20 +711,20 @@ class MainScreen(Screen):
 
     @on(JobSearch.Closed)
     def _search_closed(self) -> None:
-        self.table.focus()
+        focus_now(self.table)
 
     def action_focus_log(self) -> None:
-        (self.terminal or self.log_pane).focus()
+        focus_now(self.terminal or self.log_pane)
 
     def action_focus_input(self) -> None:
         typing = "Select a running job to type into it."
         if self._job_for(missing=typing, exited=typing) is None:
             return
         if self.terminal is not None:
-            self.terminal.focus()
+            focus_now(self.terminal)
             return
         self.input_bar.add_class("shown")
-        self.input_bar.line.focus()
+        focus_now(self.input_bar.line)
 
     def action_find_in_log(self) -> None:
         if self.terminal is not None:
@@ -735,12 +741,12 @@ class MainScreen(Screen):
     @on(FilterBar.Apply)
     def _filter(self, message: FilterBar.Apply) -> None:
         self.log_pane.start_filter(message.pattern, message.context)
-        self.log_pane.focus()
+        focus_now(self.log_pane)
 
     @on(FilterBar.Cleared)
     def _filter_cleared(self) -> None:
         self.log_pane.clear_filter()
-        self.log_pane.focus()
+        focus_now(self.log_pane)
 
     @on(FindBox.Find)
     def _find(self, message: FindBox.Find) -> None:
@@ -749,7 +755,7 @@ class MainScreen(Screen):
     @on(FindBox.Closed)
     def _find_closed(self) -> None:
         self.log_pane.clear_match()
-        self.log_pane.focus()
+        focus_now(self.log_pane)
 
     def action_find_next(self) -> None:
         self.log_pane.search(self.query_one(FindBox).value or self.log_pane.search_text, True)
@@ -762,7 +768,7 @@ class MainScreen(Screen):
         if self.search:
             box.action_clear()
         else:
-            self.table.focus()
+            focus_now(self.table)
 
 
 def _short_home(home: Path) -> str:

@@ -632,6 +632,11 @@ class TerminalPane(Widget, can_focus=True):
         if idx is not None:
             idx.release()  # its pinned segments (a rotated-out one keeps its disk space while open)
 
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """Every key with a terminal meaning goes to the job (tui/keyroute.py asks before it
+        runs a binding; the priority bindings above still come first)."""
+        return translate_key(key, character, self.engine.modes) is not None
+
     async def on_key(self, event: events.Key) -> None:
         self.live()  # any key returns to the live screen (and still goes to the job)
         data = translate_key(event.key, event.character, self.engine.modes)
