@@ -28,6 +28,8 @@ from typing import Any
 from .paths import ensure_private_dir, open_nofollow
 
 AGENT_TYPES = ("completion", "watch_match")
+# every type a supervisor or a cursor records (``events --type`` names one of them)
+EVENT_TYPES = ("started", "exited", "completion", "watch_match", "awaiting_input", "quiet", "cursor_reset")
 LOG_NAME = "events.jsonl"
 _CONSUMER = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9_.@-]{0,63}")
 CONSUMER_RULE = "consumer must be 1-64 characters of letters, digits, _ . @ - (not starting with a dot)"

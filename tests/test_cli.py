@@ -244,6 +244,10 @@ def test_events_once_per_consumer(cli):
     only = events("t2", "--type", "completion")
     assert [e["type"] for e in only] == ["completion"] and only[0]["session_id"] == sid
     assert events("t2") == []
+    # a misspelled type is one line, and consumes nothing
+    one_error_line(cli("events", "--consumer", "t3", "--type", "completion", "--type", "bogus"),
+                   "unknown event type 'bogus'", "completion", "watch_match")
+    assert has_completion(events("t3"))
 
 
 def test_ls_starts_without_heavy_imports(cli, home):
