@@ -8,6 +8,7 @@ server and the text helpers are imported inside the commands that need them.
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
 import typer
 
@@ -28,8 +29,22 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from hermes_procs import __version__
+
+        typer.echo(f"{PROG} {__version__}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
+]
+
+
 @app.callback()
-def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False, host: HostOpt = None) -> None:
+def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False, host: HostOpt = None,
+          version: VersionOpt = False) -> None:
     if host is not None:  # every command's registry reads it: ProcessRegistry(host=None)
         os.environ["HERMES_PROCS_HOST"] = host
     ctx.obj = {"home": home, "json": as_json}

@@ -263,6 +263,38 @@ def test_ls_starts_without_heavy_imports(cli, home):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
 
 
+def test_demo_starts_each_sample_once_and_stops_them(cli, home):
+    from hermes_procs.core import ProcessRegistry
+
+    reg = ProcessRegistry(home=home)
+
+    def samples():
+        return {(j["name"], j["status"]) for j in reg.list(task_id="demo")}
+
+    out = cli("demo", check=0).stdout  # no terminal: starts them and lists them
+    assert "demo --stop" in out
+    names = {name for name, _ in samples()}
+    assert names == {"build", "python REPL", "reset staging", "ping", "tests"}
+    build = next(j["session_id"] for j in reg.list(task_id="demo") if j["name"] == "build")
+    done = reg.wait(build, timeout=60)  # the build ends after "build finished"
+    assert done["exit_code"] == 0 and "build finished" in done["output"]
+    tests = next(j["session_id"] for j in reg.list(task_id="demo") if j["name"] == "tests")
+    reg.wait(tests, timeout=30)
+    cli("demo", check=0)  # again: no new rows, the ended ones included
+    assert len(reg.list(task_id="demo")) == 5
+    assert cli("demo", "--stop", check=0).stdout == "stopped 3 sample jobs\n"  # REPL, ping, reset staging
+    assert not any(status == "running" for _, status in samples())
+    cli("demo", check=0)  # after a stop: the stopped ones start anew
+    running = {j["name"] for j in reg.list(task_id="demo") if j["status"] == "running"}
+    assert running == {"python REPL", "reset staging", "ping"} and len(reg.list(task_id="demo")) == 8
+
+
+def test_version(cli):
+    from hermes_procs import __version__
+
+    assert cli("--version", check=0).stdout == f"hermes-procs {__version__}\n"
+
+
 def test_help_and_attach_without_terminal(cli):
     out = cli("--help", check=0).stdout
     for word in ("run", "ls", "poll", "log", "wait", "kill", "write", "submit", "close", "attach", "events", "prune"):
