@@ -418,6 +418,27 @@ async def test_filter_sort_and_search(registry):
         await until(pilot, lambda: table_ids(app) == [live], what="search by command")
 
 
+async def test_sort_by_cpu_and_status_put_what_needs_a_look_first(registry):
+    ok = spawn(registry, "true", name="ok")
+    failed = spawn(registry, "exit 3", name="failed")
+    running = spawn(registry, "sleep 60", name="running")
+    asks = spawn(registry, "read x", name="asks")
+    killed = spawn(registry, "sleep 61", name="killed")  # the newest
+    registry.kill(killed, grace=0.1)
+    app = make_app(registry)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table.rows_by_id) == 5 and table.rows_by_id[asks].waiting
+                    and not table.rows_by_id[ok].running and not table.rows_by_id[failed].running,
+                    what="every job in its final state")
+        while table.sort_mode != "cpu":
+            await pilot.press("o")
+        await until(pilot, lambda: set(table_ids(app)[:2]) == {running, asks}, what="running jobs first")
+        while table.sort_mode != "status":
+            await pilot.press("o")
+        await until(pilot, lambda: table_ids(app) == [asks, running, failed, killed, ok], what="the status order")
+
+
 async def test_help_screen_and_footer(registry):
     app = make_app(registry)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -305,14 +305,14 @@ class JobsTable(DataTable):
             return (row.order,)
         if mode == "oldest":
             return (-row.order,)
-        if mode == "cpu":
-            return (-(row.cpu or 0.0), row.order)
+        if mode == "cpu":  # running jobs first: a finished one uses no CPU, whatever it last used
+            return (not row.running, -(row.cpu or 0.0), row.order)
         if mode == "memory":
-            return (-(row.rss or 0), row.order)
+            return (not row.running, -(row.rss or 0), row.order)
         if mode == "quiet":
             return (-(row.silence if row.silence is not None else -1), row.order)
         if mode == "status":
-            return (not row.running, row.label, row.order)
+            return (_status_rank(row), row.order)
         return (row.title.lower(), row.order)
 
     def resort(self, keep: str | None = None) -> None:
@@ -446,6 +446,14 @@ class JobsTable(DataTable):
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._emit_selected()
+
+
+def _status_rank(row: JobRow) -> int:
+    """The status sort, what needs a look first: waiting for input, running, failed (exited
+    non-zero, timed out, lost...), killed, exited 0."""
+    if row.running:
+        return 0 if row.waiting else 1
+    return {"killed": 3, "exited 0": 4}.get(row.label, 2)
 
 
 def _cpu_text(cpu: float | None) -> str:

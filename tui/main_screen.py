@@ -97,7 +97,8 @@ class MainScreen(Screen):
         Binding("H", "cycle_host", "Host", show=False,
                 tooltip="show one host's jobs: every host, this machine, each remote host", id="cycle_host"),
         Binding("o", "cycle_sort", "Sort",
-                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name", id="cycle_sort"),
+                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status (waiting, running, failed, "
+                        "killed, exited 0), name", id="cycle_sort"),
         Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command",
                 id="copy_command"),
         Binding("C", "copy_id", "Copy id", show=False, tooltip="copy the selected job's id", id="copy_id"),
