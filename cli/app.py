@@ -18,6 +18,27 @@ from .output import PROG
 
 fastcoerce.install()
 
+
+def _help_shows_metavars_only() -> None:
+    """Typer (0.29) prints ``<bool>`` after every flag and ``<list[str]>`` after an argument
+    that has a metavar; the help shows the metavars we give (``--name N``) and nothing else.
+    If typer's internals change, this does nothing (the placeholders come back)."""
+    from typer import core
+
+    def option_type(self, ctx):  # noqa: ANN001, ANN202, ARG001 - typer's signature
+        return self.metavar
+
+    def argument_type(self, ctx):  # noqa: ANN001, ANN202, ARG001 - the metavar is the name column
+        return None
+
+    for cls, show in ((getattr(core, "TyperOption", None), option_type),
+                      (getattr(core, "TyperArgument", None), argument_type)):
+        if cls is not None and hasattr(cls, "display_type_rich"):
+            cls.display_type_rich = show
+
+
+_help_shows_metavars_only()
+
 app = typer.Typer(
     name=PROG,
     add_completion=False,
@@ -31,9 +52,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from hermes_procs import __version__
+        from hermes_procs.core.version import version
 
-        typer.echo(f"{PROG} {__version__}")
+        typer.echo(f"{PROG} {version()}")
         raise typer.Exit()
 
 

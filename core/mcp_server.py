@@ -27,9 +27,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
-from hermes_procs import __version__
-
 from .tool import run_action
+from .version import version
 
 if TYPE_CHECKING:
     from .registry import ProcessRegistry
@@ -110,7 +109,7 @@ def build_server(home: str | None = None, registry: ProcessRegistry | None = Non
 
         registry = ProcessRegistry(home=home)
     tools = _Tools(registry)
-    server = _Server(name="hermes-procs", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server(name="hermes-procs", version=version(), instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     for name in TOOL_NAMES:
         server.add_tool(getattr(tools, name), name=name, annotations=read_only if name in _READ_ONLY else None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -172,6 +173,36 @@ def test_wait_timeout_and_exit_code(cli):
     assert cli("wait", sid2).returncode == 0
     assert cli("wait", sid2, "--exit-code").returncode == 3
     one_error_line(cli("wait", sid2, "--timeout", "0"))
+
+
+def test_signal_says_what_it_sent(cli):
+    sid = start(cli, "--", "sleep 30; sleep 30")
+    pid = json.loads(cli("tree", sid, "--json", check=0).stdout)["processes"][1]["pid"]  # the first sleep
+    assert cli("signal", sid, "STOP", "--pid", str(pid), check=0).stdout == f"sent STOP to process {pid} of {sid}\n"
+    assert cli("signal", sid[5:11], "2", check=0).stdout == f"sent INT to {sid}\n"
+
+
+def test_screen_of_a_pipe_job_speaks_cli(cli):
+    sid = start(cli, "--", "sleep 30")
+    line = one_error_line(cli("screen", sid), sid, "run --pty", f"hermes-procs log {sid}")
+    assert "pty=True" not in line and "read_log" not in line
+
+
+def test_help_lists_the_everyday_commands_first_without_type_placeholders(cli):
+    out = cli("--help", check=0).stdout
+    listed = re.findall(r"^│ ([a-z]+) ", out.split("Commands")[1], re.M)
+    assert listed[:5] == ["run", "ls", "poll", "log", "wait"], listed
+    for command in ["", *listed]:
+        text = cli(*([command] if command else []), "--help", check=0).stdout
+        assert "<bool>" not in text and "<list" not in text and "<int>" not in text, (command, text)
+
+
+def test_help_into_a_pipe_that_closes_early_exits_0(home):
+    """`hermes-procs --help | head -3`: the reader has what it wanted; no error, status 0."""
+    proc = subprocess.run(f"{shlex.quote(sys.executable)} -m hermes_procs --help | head -3; "
+                          "echo \"status=${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, timeout=30, env=dict(os.environ, COLUMNS="80"))
+    assert proc.stdout.splitlines()[-1] == "status=0" and proc.stderr == "", proc
 
 
 def test_signal_and_max_runtime(cli):

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from pilot import confirm, notes, select, settle, spawn, until
 from rich.console import Console
-
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
