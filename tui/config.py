@@ -20,12 +20,13 @@
     new_job = "ctrl+n"
 
 A theme picked in the app (the command palette) is remembered in ``state.json`` beside the
-config file and wins over ``theme``.  A bad file or entry never stops the dashboard: it is
+config file (0600) and wins over ``theme``; delete the file to go back to ``theme``.  A bad file or entry never stops the dashboard: it is
 skipped and :attr:`Config.problems` says why (the app shows them as a toast).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
@@ -36,6 +37,7 @@ from rich.errors import StyleSyntaxError
 from rich.style import Style
 
 from hermes_procs.core.config import config_path
+from hermes_procs.core.paths import write_json_atomic
 
 from .notify import DESKTOP_MODES, KINDS, NotifySettings
 
@@ -92,9 +94,7 @@ def load_config(path: Path | None = None) -> Config:
         except (KeyError, TypeError, re.error, StyleSyntaxError) as exc:
             cfg.problems.append(f"{path}: highlight #{i + 1} skipped: {exc}")
     cfg.highlights = tuple(rules)
-    keys = data.get("keys", {})
-    if isinstance(keys, dict):
-        cfg.keys = {str(k): str(v) for k, v in keys.items() if isinstance(v, str) and v}
+    cfg.keys = _keys(data, path, cfg.problems)
     if isinstance(data.get("theme"), str):
         cfg.theme = data["theme"]
     cfg.notify = _notify(data, path, cfg.problems)
@@ -102,6 +102,30 @@ def load_config(path: Path | None = None) -> Config:
     if isinstance(remembered, str):
         cfg.theme = remembered
     return cfg
+
+
+def _keys(data: dict, path: Path, problems: list[str]) -> dict[str, str]:
+    """The ``[keys]`` table: action id -> key(s); an action the dashboard does not have (a typo)
+    or a value that is not a key is skipped with a warning naming the closest action."""
+    from .help import help_entries  # the bindings' ids: the names the README's keys table lists
+
+    table = data.get("keys", {})
+    if not isinstance(table, dict):
+        problems.append(f"{path}: [keys] must be a table")
+        return {}
+    known = sorted({i for entry in help_entries() for i in entry.ids})
+    keys: dict[str, str] = {}
+    for action, value in table.items():
+        if action not in known:
+            close = difflib.get_close_matches(action, known, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]}?)" if close else " (the actions: the ids in the help, ?)"
+            problems.append(f"{path}: [keys] {action}: no such action{hint}; skipped")
+        elif not isinstance(value, str) or not value.strip():
+            problems.append(f"{path}: [keys] {action}: the key(s) must be a string like \"K\" or \"ctrl+k,K\"; "
+                            "skipped")
+        else:
+            keys[action] = value
+    return keys
 
 
 def _notify(data: dict, path: Path, problems: list[str]) -> NotifySettings:
@@ -138,15 +162,15 @@ def _state(config_path: Path) -> dict:
 
 
 def remember_theme(config_path: Path, theme: str) -> None:
-    """Keep the theme the user picked for the next start (never fails the app)."""
+    """Keep the theme the user picked for the next start in ``state.json`` beside the config
+    file: private (0600, the folder 0700 when made here), written atomically without following a
+    planted link (core/paths.py). Never fails the app."""
     state = _state(config_path)
     if state.get("theme") == theme:
         return
     state["theme"] = theme
     try:
-        config_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = config_path.parent / "state.json.tmp"
-        tmp.write_text(json.dumps(state))
-        tmp.replace(config_path.parent / "state.json")
+        config_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_json_atomic(config_path.parent / "state.json", state)
     except OSError:
         pass
