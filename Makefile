@@ -26,7 +26,6 @@ run demo: $(RUN_STAMP)
 	@echo "The command is $(BIN)/hermes-procs (or run . $(BIN)/activate, then hermes-procs), e.g.:"
 	@echo "    $(BIN)/hermes-procs ls              # the jobs"
 	@echo "    $(BIN)/hermes-procs web             # the same dashboard in a browser (open the printed URL)"
-	@echo "    $(BIN)/hermes-procs demo --stop     # stop the sample jobs"
 	@echo "    $(BIN)/python examples/agent_loop.py --home /tmp/demo-home   # a scripted agent (README)"
 
 # ruff, import-linter (the layer contracts in pyproject.toml) and mypy: see tools/lint.py

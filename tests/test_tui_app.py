@@ -495,6 +495,23 @@ async def test_terminal_pane_types_into_pty_job(registry):
         await until(pilot, lambda: app.main.terminal is None and app.focused is app.query_one(JobsTable))
 
 
+async def test_the_footer_of_the_terminal_pane_and_ctrl_q_there(registry):
+    """In the terminal pane every key goes to the job: the footer shows no key of the table
+    (/ Search, k Kill), and Ctrl-Q still quits the dashboard."""
+    sid = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("t")
+        term = await until(pilot, lambda: app.main.terminal)
+        await until(pilot, lambda: app.focused is term and ">>>" in term.screen_text(), what="the pane focused")
+        footer = app.screen.query_one(Footer)
+        await until(pilot, lambda: {k.key_display for k in footer.query(FooterKey)} == {"^]", "^t"},
+                    what="only the pane's own keys in the footer")
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: not app.is_running, what="Ctrl-Q quits")
+
+
 async def test_watch_pattern_toast(registry):
     app = make_app(registry)
     async with app.run_test(size=(100, 30)) as pilot:

@@ -93,7 +93,7 @@ class MainScreen(Screen):
                 tooltip="type into the selected job: Enter sends a line, Ctrl-R raw, Ctrl-D EOF", id="focus_input"),
         Binding("slash", "search_jobs", "Search", key_display="/",
                 tooltip="search jobs by command, name or id", id="search_jobs"),
-        Binding("f", "toggle_finished", "Filter", tooltip="show running jobs only / all jobs", id="toggle_finished"),
+        Binding("f", "toggle_finished", "Finished", tooltip="show running jobs only / all jobs", id="toggle_finished"),
         Binding("H", "cycle_host", "Host", show=False,
                 tooltip="show one host's jobs: every host, this machine, each remote host", id="cycle_host"),
         Binding("o", "cycle_sort", "Sort",
