@@ -495,6 +495,20 @@ async def test_terminal_pane_types_into_pty_job(registry):
         await until(pilot, lambda: app.main.terminal is None and app.focused is app.query_one(JobsTable))
 
 
+async def test_the_table_gets_the_focus_back_when_the_job_typed_into_ends(registry):
+    older = spawn(registry, "sleep 60", name="older")
+    asks = spawn(registry, "read x; echo got $x", name="asks")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, asks)
+        await pilot.press("i", "y", "enter")  # the answer ends the job: its input bar goes
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: not table.rows_by_id[asks].running, what="the job ended")
+        await until(pilot, lambda: app.focused is table, what="the table focused again")
+        await pilot.press("down")
+        await until(pilot, lambda: app.main.selected == older, what="the arrows work at once")
+
+
 async def test_the_footer_of_the_terminal_pane_and_ctrl_q_there(registry):
     """In the terminal pane every key goes to the job: the footer shows no key of the table
     (/ Search, k Kill), and Ctrl-Q still quits the dashboard."""

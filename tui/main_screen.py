@@ -336,7 +336,10 @@ class MainScreen(Screen):
         title.rerun_as = max(reruns, key=lambda r: r.started).session_id if reruns else ""
         title.row = row
         title.terminal_open = self.terminal is not None
-        self.input_bar.set_class(row is not None and row.running and self.terminal is None, "shown")
+        shown = row is not None and row.running and self.terminal is None
+        if not shown and self.input_bar.has_focus_within:  # the job typed into has ended
+            focus_now(self.table)
+        self.input_bar.set_class(shown, "shown")
 
     # --- selection ----------------------------------------------------------------------
 

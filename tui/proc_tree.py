@@ -93,7 +93,7 @@ class TreeScreen(ModalScreen[None]):
     TreeScreen #tree-summary { height: 1; color: $text-muted; }
     TreeScreen #tree-summary.error { color: $error; text-style: bold; }
     TreeScreen DataTable { height: 1fr; }
-    TreeScreen #tree-hint { height: 1; color: $text-muted; }
+    TreeScreen #tree-hint { height: auto; color: $text-muted; }  /* two lines at 80 columns */
     """
     BINDINGS = [
         Binding("k", "kill_process", "Kill", tooltip="kill the highlighted process (SIGKILL; asks first)",
