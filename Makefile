@@ -7,11 +7,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run demo test lint bench bench-full soak screenshots clean
 
-# `make run` installs what running needs; the other targets add the test and lint tools
+# `make run` installs what running needs (the dashboard, the CLI, the MCP server); the other
+# targets add the test and lint tools
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[mcp]'
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml

@@ -23,7 +23,7 @@ def dry_run(tmp_path: Path, target: str) -> str:
 
 def test_make_run_installs_what_running_needs_only(tmp_path):
     out = dry_run(tmp_path, "run")
-    assert "pip install --quiet -e .\n" in out and "[test]" not in out
+    assert "pip install --quiet -e '.[mcp]'\n" in out and "[test]" not in out
     assert "hermes-procs demo\n" in out and "hermes-procs web" in out and "examples/agent_loop.py" in out
 
 
