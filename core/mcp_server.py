@@ -117,11 +117,14 @@ def build_server(home: str | None = None, registry: ProcessRegistry | None = Non
 
 
 class _Server(MCPServer):
-    """The SDK's server, but arguments its input schema refuses (a missing session_id, a negative
-    offset) get the one-line error dict every other error gets, not pydantic's multi-line report
-    with a link to its docs."""
+    """The SDK's server, but an unknown tool and arguments its input schema refuses (a missing
+    session_id, a negative offset) get the one-line error dict every other error gets, not the
+    SDK's text or pydantic's multi-line report with a link to its docs."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name not in TOOL_NAMES:
+            return _result({"status": "error", "error": f"unknown tool {name[:80]!r}: the tools are "
+                                                        f"{', '.join(TOOL_NAMES)}"})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
