@@ -20,8 +20,9 @@
     new_job = "ctrl+n"
 
 A theme picked in the app (the command palette) is remembered in ``state.json`` beside the
-config file (0600) and wins over ``theme``; delete the file to go back to ``theme``.  A bad file or entry never stops the dashboard: it is
-skipped and :attr:`Config.problems` says why (the app shows them as a toast).
+config file (0600) and wins over ``theme``; delete the file to go back to ``theme``.  A bad
+file or entry never stops the dashboard: it is skipped and :attr:`Config.problems` says why
+(the app shows them as a toast).
 """
 
 from __future__ import annotations
