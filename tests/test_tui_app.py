@@ -481,14 +481,20 @@ async def test_waiting_for_input_and_stats(registry):
         assert "P?" in str(table.get_row(repl)[1])
 
 
-async def test_terminal_pane_types_into_pty_job(registry):
+async def open_repl_terminal(pilot, app, registry):
+    """A Python REPL job, selected, its terminal pane opened (t) and focused at the prompt."""
     sid = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
+    await select(pilot, app, sid)
+    await pilot.press("t")
+    term = await until(pilot, lambda: app.main.terminal)
+    await until(pilot, lambda: app.focused is term and ">>>" in term.screen_text(), what="the pane at the prompt")
+    return term
+
+
+async def test_terminal_pane_types_into_pty_job(registry):
     app = make_app(registry)
     async with app.run_test(size=(100, 30)) as pilot:
-        await select(pilot, app, sid)
-        await pilot.press("t")
-        term = await until(pilot, lambda: app.main.terminal)
-        await until(pilot, lambda: ">>>" in term.screen_text(), what="prompt")
+        term = await open_repl_terminal(pilot, app, registry)
         await pilot.press(*"6*7", "enter")
         await until(pilot, lambda: "42" in term.screen_text(), what="REPL answer")
         await pilot.press("ctrl+right_square_bracket")
@@ -512,13 +518,9 @@ async def test_the_table_gets_the_focus_back_when_the_job_typed_into_ends(regist
 async def test_the_footer_of_the_terminal_pane_and_ctrl_q_there(registry):
     """In the terminal pane every key goes to the job: the footer shows no key of the table
     (/ Search, k Kill), and Ctrl-Q still quits the dashboard."""
-    sid = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
     app = make_app(registry)
     async with app.run_test(size=(100, 30)) as pilot:
-        await select(pilot, app, sid)
-        await pilot.press("t")
-        term = await until(pilot, lambda: app.main.terminal)
-        await until(pilot, lambda: app.focused is term and ">>>" in term.screen_text(), what="the pane focused")
+        await open_repl_terminal(pilot, app, registry)
         footer = app.screen.query_one(Footer)
         await until(pilot, lambda: {k.key_display for k in footer.query(FooterKey)} == {"^]", "^t"},
                     what="only the pane's own keys in the footer")
