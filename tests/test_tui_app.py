@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from pilot import confirm, notes, select, settle, spawn, until
 from rich.console import Console
+from rich.text import Text
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 from hermes_procs.tui.app import HermesApp
-from hermes_procs.tui.bars import DetailTitle
+from hermes_procs.tui.bars import DetailTitle, fit_title
 from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, SignalScreen
 from hermes_procs.tui.help import HelpScreen, help_entries, markdown_table
 from hermes_procs.tui.jobs_table import JobsTable
@@ -572,6 +573,12 @@ async def test_footer_and_job_header_fit_the_width(registry, width, height):
         assert text.plain.endswith("· log following") and "PTY  waiting for input" in text.plain, text.plain
         if width >= 140:
             assert "installer with a long name  echo a-very-long-argument" in text.plain
+
+
+def test_a_job_header_whose_state_is_longer_than_the_width_keeps_the_short_id():
+    state = Text("  · running 12m  · log filter /icmp_seq=1/ ±1: 111 matching lines · & edits, Esc clears")
+    title = fit_title(Text("proc_b663442625e0  ping"), "bash ping.sh", state, 80, Text("b66344  ping"))
+    assert title.plain.startswith("b66344  · running 12m  · log filter")
 
 
 async def test_home_and_end_in_the_jobs_table(registry):

@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from .jobs_table import fmt_duration, short_id
+from .jobs_table import SHORT_ID, fmt_duration, short_id
 from .sampler import JobRow
 
 __all__ = ["DetailTitle", "KeyFooter", "TopBar", "fit_title", "one_line"]
@@ -137,7 +137,9 @@ class DetailTitle(Widget):
 
 def fit_title(who: Text, command: str, state: Text, width: int, short: Text) -> Text:
     """``who  command  state`` in `width` cells: the state stays whole; the command is cut
-    first (dropped below 8 cells), then the id is shortened (`short`), then the name cut."""
+    first (dropped below 8 cells), then the id is shortened (`short`), then the name cut. A
+    state longer than the width (a log filter's progress) keeps the short id before it and is
+    cut at its end."""
     room = width - state.cell_len
     if who.cell_len + 2 + 8 > room and short.cell_len < who.cell_len:
         who = short
@@ -149,7 +151,7 @@ def fit_title(who: Text, command: str, state: Text, width: int, short: Text) -> 
         text.append("  ")
         text.append_text(cut)
     elif who.cell_len > room:
-        text.truncate(max(room, 1), overflow="ellipsis")
+        text.truncate(max(room, SHORT_ID), overflow="ellipsis" if room > SHORT_ID else "crop")
     text.append_text(state)
     text.no_wrap = True
     text.overflow = "ellipsis"

@@ -27,8 +27,11 @@ __all__ = ["SORTS", "JobsTable", "fmt_bytes", "fmt_duration", "short_id"]
 SORTS = ("newest", "oldest", "cpu", "memory", "quiet", "status", "name")
 
 
+SHORT_ID = 6  # hex digits of the short id the table shows
+
+
 def short_id(session_id: str) -> str:
-    return session_id.removeprefix("proc_")[:6]
+    return session_id.removeprefix("proc_")[:SHORT_ID]
 
 
 def fmt_duration(seconds: float | None) -> str:
