@@ -50,6 +50,25 @@ def test_typed_text_never_answers_the_kill_confirmation(registry, home, alive, t
     assert registry.poll(sid)["completion_reason"] == "killed"
 
 
+def test_keys_typed_while_the_dashboard_starts_are_not_lost(registry, home, tmux):
+    registry.spawn("sleep 300", name="early-alpha")
+    registry.spawn("sleep 301", name="early-beta")
+    tmux.start(dashboard_command(home), width=120, height=40)
+    tmux.keys("-l", "/beta")  # before the dashboard is up: / opens the job search, the rest is typed in it
+    tmux.wait_screen(lambda t: "search:beta" in t and "early-beta" in t and "early-alpha" not in t,
+                     what="the search typed while the dashboard started")
+
+
+def test_an_action_right_after_an_arrow_works_on_the_row_the_arrow_reached(registry, home, tmux):
+    older = registry.spawn("sleep 300", name="burst-older")["session_id"]
+    registry.spawn("sleep 301", name="burst-newer")  # newest first: the first row
+    open_dashboard(tmux, home, "burst-older", "burst-newer")
+    tmux.keys("Down", "k")  # one burst
+    screen = tmux.wait("Kill this job?")
+    assert "burst-older" in screen.split("Kill this job?", 1)[1] and older in screen, screen
+    tmux.keys("Escape")
+
+
 def test_three_quick_downs_in_the_find_box_move_three_matches(registry, home, tmux):
     registry.spawn("for i in $(seq 1 30); do echo \"line $i\"; done; for x in A B C D; do echo needle-$x; echo filler; "
                    "done; sleep 300", name="finder")

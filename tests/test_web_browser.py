@@ -87,6 +87,7 @@ def test_browser_sees_kills_and_types_into_a_job(tmp_path):
                 # checks that the page has written it to its terminal (textual-serve's classes)
                 page.wait_for_selector("body.-first-byte .textual-terminal.-connected", timeout=60_000)
                 assert "token" not in page.url  # taken out of the address bar: the cookie holds it
+                shown.wait_for("victim", "echoer")
                 # no click: the page takes keys as soon as the dashboard is there, and the keys
                 # typed right behind i go to the input bar it opens (tui/keyroute.py)
                 assert page.evaluate("document.activeElement.className").startswith("xterm-helper-textarea")

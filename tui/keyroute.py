@@ -11,8 +11,8 @@ Three rules make a burst behave like the same keys typed slowly:
   take the key itself (``check_consume_key``: an input takes printable keys, the terminal pane
   every key), before the next key is routed;
 * an action that moves the focus does it at once (:func:`focus_now`, not ``Widget.focus``,
-  which waits for the next turn of the event loop); when a binding opened a screen (a dialog),
-  the keys behind it wait until that screen has focused its first widget;
+  which waits for the next turn of the event loop); while a screen has no focused widget yet
+  (the dashboard starting, a dialog a binding just opened), the keys wait until it has;
 * a destructive confirmation (:class:`TypeAheadGuard`) ignores the keys typed before it was on
   screen and those right behind them, so no typed text answers it; it is answered by a key that
   is not a letter (Enter on its button).
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["KeyRouter", "TypeAheadGuard", "focus_now"]
 
 HOLD_POLL = 0.01  # seconds between looks at a newly opened screen's focus
-HOLD_MAX = 50  # looks before the held keys go to the screen anyway (one without focusable widgets)
+HOLD_MAX = 200  # looks before the held keys go to the screen anyway (one without focusable widgets)
 
 
 def focus_now(widget: Widget) -> None:
@@ -74,12 +74,14 @@ class KeyRouter:
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self.held: deque[events.Key] | None = None  # keys waiting for a new screen's focus
+        self.held: deque[events.Key] | None = None  # keys waiting for a screen to take the focus
+        self._unfocused: Screen | None = None  # a screen that took no focus in time: keys go to it
 
     async def route(self, key: events.Key) -> None:
         """What Textual does with a key (priority bindings, then the focused widget, whose
         bindings run when the key bubbles back up), except that a key the focused widget does
-        not take runs its binding now, and keys wait while a new screen takes the focus."""
+        not take runs its binding now, and keys wait while a screen (the dashboard starting, a
+        dialog just opened) has not yet focused its first widget."""
         if self.held is not None:
             self.held.append(key)
             return
@@ -92,8 +94,11 @@ class KeyRouter:
             self._settle(screen)
             return
         focused = app.focused
-        if focused is None:  # a screen still starting: its keys wait in its queue, as Textual does
-            screen._forward_event(key)
+        if focused is None:
+            if screen is self._unfocused:
+                screen._forward_event(key)
+            else:
+                self._hold(screen, key)
             return
         if not focused.check_consume_key(key.key, key.character) and await app._check_bindings(key.key):
             self._settle(screen)
@@ -104,9 +109,13 @@ class KeyRouter:
         """After a binding ran: when it opened another screen, hold the next keys until that
         screen has focused its first widget (its on_mount, one turn of the event loop later)."""
         screen = self.app.screen
-        if screen is before or screen.focused is not None:
-            return
-        self.held = deque()
+        if screen is not before and screen.focused is None:
+            self._hold(screen)
+
+    def _hold(self, screen: Screen, *keys: events.Key) -> None:
+        """Keep `keys` and the next ones until `screen` has a focused widget (looked at every
+        HOLD_POLL s; after HOLD_MAX looks the keys go to the screen itself, as Textual sends them)."""
+        self.held = deque(keys)
         looks = 0
 
         def look() -> None:
@@ -114,8 +123,10 @@ class KeyRouter:
             looks += 1
             if screen.focused is None and screen.is_attached and looks < HOLD_MAX:
                 self.app.set_timer(HOLD_POLL, look)
-            else:
-                self.app.call_later(self._release)
+                return
+            if screen.focused is None:
+                self._unfocused = screen
+            self.app.call_later(self._release)
 
         self.app.set_timer(HOLD_POLL, look)
 

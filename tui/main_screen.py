@@ -173,7 +173,7 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
         self.log_pane.highlights = self.config.highlights
-        self.table.focus()
+        focus_now(self.table)  # keys typed while the dashboard starts wait for it (tui/keyroute.py)
         self.sampler = Sampler(self.registry, self, interval=self.sample_interval)
         self.sampler.start()
 
@@ -327,6 +327,14 @@ class MainScreen(Screen):
     def current_row(self) -> JobRow | None:
         return self.table.rows_by_id.get(self.selected) if self.selected else None
 
+    def _catch_up(self) -> None:
+        """Select the row the table's cursor is on now: the cursor moves at once, the selection
+        two messages later, and a key typed right behind an arrow (``↓k``) must act on the row
+        the arrow reached (tui/keyroute.py)."""
+        sid = self.table.current_id()
+        if sid is not None and sid != self.selected:
+            self.selected = sid
+
     def _show_row(self) -> None:
         """The detail title and the input bar follow the selected job's row."""
         row = self.current_row()
@@ -371,6 +379,7 @@ class MainScreen(Screen):
     def action_open_job(self) -> None:
         """Enter on a job (or a click on the selected row): a PTY job's terminal pane, a pipe
         job's input bar, a finished job's log."""
+        self._catch_up()
         row = self.current_row()
         if row is None:
             return
@@ -502,6 +511,7 @@ class MainScreen(Screen):
         one (the `exited` toast)."""
         if changes and self._refused():
             return None
+        self._catch_up()
         row = self.current_row()
         if row is None:
             if missing:
@@ -600,6 +610,7 @@ class MainScreen(Screen):
     def action_new_job(self) -> None:
         if self._refused():
             return
+        self._catch_up()
         row = self.current_row()
         hosts = [(label, name) for label, name, _state in self.query_one(TopBar).hosts]
         host = row.host if row is not None else ""
