@@ -35,6 +35,18 @@ def test_the_readmes_first_session_is_what_the_command_prints(tmp_path):
         else:
             steps[-1][1].append(line)
     env = dict(os.environ, HERMES_PROCS_HOME=str(tmp_path / "home"))
+    try:
+        _run_session(steps, env)
+    finally:  # the REPL, when a step failed before the README's kill
+        from hermes_procs.core import ProcessRegistry
+
+        registry = ProcessRegistry(home=tmp_path / "home")
+        for job in registry.list():
+            if job["status"] == "running":
+                registry.kill(job["session_id"], grace=0.2)
+
+
+def _run_session(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> None:
     shown_id = steps[0][1][0]
     real_id = ""
     for command, expected in steps:
