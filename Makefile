@@ -2,19 +2,32 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-full soak screenshots demo clean
+.PHONY: run demo test lint bench bench-full soak screenshots clean
+
+# `make run` installs what running needs (the dashboard, the CLI, the MCP server); the other
+# targets add the test and lint tools
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[mcp]'
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
+# the sample jobs and the dashboard; then how to go on
+run demo: $(RUN_STAMP)
 	$(BIN)/hermes-procs demo
-	@echo "The same dashboard in a browser: $(BIN)/hermes-procs web  (open the printed URL with its token)"
+	@echo "The command is $(BIN)/hermes-procs (or run . $(BIN)/activate, then hermes-procs), e.g.:"
+	@echo "    $(BIN)/hermes-procs ls              # the jobs"
+	@echo "    $(BIN)/hermes-procs web             # the same dashboard in a browser (open the printed URL)"
+	@echo "    $(BIN)/python examples/agent_loop.py --home /tmp/demo-home   # a scripted agent (README)"
 
 # ruff, import-linter (the layer contracts in pyproject.toml) and mypy: see tools/lint.py
 lint: $(STAMP)

@@ -8,6 +8,7 @@ server and the text helpers are imported inside the commands that need them.
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
 import typer
 
@@ -16,6 +17,27 @@ from .options import HomeOpt, HostOpt, JsonOpt
 from .output import PROG
 
 fastcoerce.install()
+
+
+def _help_shows_metavars_only() -> None:
+    """Typer (0.29) prints ``<bool>`` after every flag and ``<list[str]>`` after an argument
+    that has a metavar; the help shows the metavars we give (``--name N``) and nothing else.
+    If typer's internals change, this does nothing (the placeholders come back)."""
+    from typer import core
+
+    def option_type(self, ctx):  # noqa: ANN001, ANN202, ARG001 - typer's signature
+        return self.metavar
+
+    def argument_type(self, ctx):  # noqa: ANN001, ANN202, ARG001 - the metavar is the name column
+        return None
+
+    for cls, show in ((getattr(core, "TyperOption", None), option_type),
+                      (getattr(core, "TyperArgument", None), argument_type)):
+        if cls is not None and hasattr(cls, "display_type_rich"):
+            cls.display_type_rich = show
+
+
+_help_shows_metavars_only()
 
 app = typer.Typer(
     name=PROG,
@@ -28,8 +50,22 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from hermes_procs.core.version import version
+
+        typer.echo(f"{PROG} {version()}")
+        raise typer.Exit()
+
+
+VersionOpt = Annotated[
+    bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
+]
+
+
 @app.callback()
-def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False, host: HostOpt = None) -> None:
+def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False, host: HostOpt = None,
+          version: VersionOpt = False) -> None:
     if host is not None:  # every command's registry reads it: ProcessRegistry(host=None)
         os.environ["HERMES_PROCS_HOST"] = host
     ctx.obj = {"home": home, "json": as_json}

@@ -8,7 +8,7 @@ import typer
 
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit
+from .output import PROG, CliError, check, emit
 
 
 def _screen_text(result: dict[str, Any]) -> str:
@@ -22,16 +22,24 @@ def _screen_text(result: dict[str, Any]) -> str:
 def screen_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Print what a PTY job's terminal shows now (its screen as text)."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).screen(session_id), as_json, _screen_text)
+    reg = registry(home)
+    job = check(reg.poll(session_id), as_json)
+    if not job.get("pty"):
+        sid = job["session_id"]
+        raise CliError(f"{sid} runs on pipes, not in a terminal: screen needs a job started with `{PROG} run "
+                       f"--pty`; read this one with `{PROG} log {sid}` or `{PROG} search {sid} PATTERN`")
+    emit(reg.screen(session_id), as_json, _screen_text)
 
 
 def _matches_text(result: dict[str, Any], many: bool, context: int) -> str:
+    """`grep -n`'s format; lines count from 1, as grep and the dashboard count them (the API's
+    `line_no` is the 0-based `log --offset` of the line)."""
     out = []
     for match in result["matches"]:
         where = f"{match['session_id']}:" if many else ""
-        first = match["line_no"] - len(match["before"])
+        first = match["line_no"] + 1 - len(match["before"])
         for i, line in enumerate([*match["before"], match["line"], *match["after"]]):
-            out.append(f"{where}{first + i}{':' if first + i == match['line_no'] else '-'}{line}")
+            out.append(f"{where}{first + i}{':' if first + i == match['line_no'] + 1 else '-'}{line}")
         if context:
             out.append("--")
     if result.get("truncated"):

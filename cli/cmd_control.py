@@ -133,9 +133,11 @@ def signal_cmd(
         raise CliError(str(exc)) from None
     reg = registry(home)
     if pid is None:
-        emit(reg.signal(session_id, name), as_json, errors=("already_exited",))
+        emit(reg.signal(session_id, name), as_json, lambda r: f"sent {name} to {r['session_id']}",
+             errors=("already_exited",))
     else:
-        emit(reg.signal_process(session_id, pid, name), as_json)
+        emit(reg.signal_process(session_id, pid, name), as_json,
+             lambda r: f"sent {name} to process {pid} of {r['session_id']}")
 
 
 @app.command("tree")

@@ -27,6 +27,8 @@ class Dashboard(Protocol):
 
     def start_demo(self, registry: Any) -> list[dict[str, Any]]: ...
 
+    def stop_demo(self, registry: Any) -> list[dict[str, Any]]: ...
+
     def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool,
             max_sessions: int) -> int: ...
 
@@ -78,22 +80,36 @@ def tui_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
     open_dashboard(home, demo=False)
 
 
+STOP_HINT = f"The sample jobs run until `{PROG} demo --stop`."
+
+
 @app.command("demo")
 def demo_cmd(
     ctx: typer.Context,
     home: HomeOpt = None,
     no_tui: Annotated[bool, typer.Option("--no-tui", help="Only start the sample jobs and list them.")] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Kill the sample jobs that still run.")] = False,
 ) -> None:
-    """Start a few sample jobs, then open the dashboard.
+    """Start a few sample jobs (those not already there), then open the dashboard.
 
     Without a terminal (or with --no-tui) the sample jobs are started and listed instead.
+    --stop kills the sample jobs that still run (a later demo starts them anew).
     """
     home, _ = opts(ctx, home)
+    if stop:
+        results = plugged().stop_demo(registry(home))
+        for result in results:
+            if result.get("status") in ERROR_STATUSES:
+                err(result.get("error", "a sample job could not be killed"))
+        out(f"stopped {len(results)} sample job{'s' * (len(results) != 1)}")
+        return
     if not no_tui and sys.stdin.isatty() and sys.stdout.isatty():
         open_dashboard(home, demo=True)
+        out(STOP_HINT)
         return
     reg = registry(home)
     for result in plugged().start_demo(reg):
         if result.get("status") in ERROR_STATUSES:
             err(result.get("error", "a sample job failed to start"))
     out(jobs_text(safe_strings(reg.list()), show_all=True, tty=sys.stdout.isatty()))
+    out(STOP_HINT)

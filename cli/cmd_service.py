@@ -18,7 +18,8 @@ def mcp_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
     try:
         from hermes_procs.core.mcp_server import serve
     except ImportError as exc:
-        raise CliError(f"the MCP server is not available ({exc}); install the 'mcp' extra") from exc
+        raise CliError(f"the MCP server is not available ({exc}): install the mcp extra, e.g. pip install "
+                       "'hermes-procs[mcp]' (in a checkout: pip install -e '.[mcp]')") from exc
     serve(home)
 
 

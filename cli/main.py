@@ -15,15 +15,17 @@ from typing import Optional
 import typer
 from typer import _click
 
-# isort: off  (the order of these imports is the order of the commands in --help)
 from . import cmd_agent, cmd_control, cmd_dashboard, cmd_hosts, cmd_input, cmd_jobs, cmd_service, cmd_web  # noqa: F401 - they add the commands
-
-# isort: on
 from .app import app
 from .cmd_dashboard import Dashboard, plug
 from .output import PROG, CliError, err
 
 __all__ = ["Dashboard", "main"]
+
+# the order of the commands in --help: the everyday ones first
+ORDER = ("run", "ls", "poll", "log", "wait", "kill", "signal", "tree", "write", "submit", "close", "attach",
+         "screen", "search", "restart", "events", "prune", "tui", "demo", "web", "hosts", "mcp")
+app.registered_commands.sort(key=lambda c: ORDER.index(c.name) if c.name in ORDER else len(ORDER))
 
 
 def main(argv: Optional[list[str]] = None, dashboard: Optional[Dashboard] = None) -> None:
@@ -59,8 +61,13 @@ def _run(argv: Optional[list[str]]) -> int:
         err("aborted")
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # `hermes-procs ... | head`: the reader has what it wanted
         _quiet_broken_pipe()
+        return 0
+    except SystemExit as exc:  # rich (the help) exits 1 on a broken pipe, after muting stdout itself
+        if isinstance(exc.__context__, BrokenPipeError):
+            return 0
+        raise
     except Exception as exc:  # noqa: BLE001 - never a traceback for users
         if os.environ.get("HERMES_PROCS_DEBUG"):
             raise

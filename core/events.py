@@ -40,6 +40,8 @@ from typing import Any
 from .paths import ensure_private_dir, open_nofollow
 
 AGENT_TYPES = ("completion", "watch_match")
+# every type a supervisor or a cursor records (``events --type`` names one of them)
+EVENT_TYPES = ("started", "exited", "completion", "watch_match", "awaiting_input", "quiet", "cursor_reset")
 LOG_NAME = "events.jsonl"
 LOCK_NAME = "events.lock"
 MORE = "more_events"  # the last entry of a drain that stopped before the end of the log

@@ -13,8 +13,9 @@ durable cursor (``<home>/cursors/<consumer>``), so a consumer sees each event ex
 across processes and restarts; two consumers each see everything.
 
 ``types`` keeps only those event types; the others are still consumed (the cursor is one offset
-into the log), so use a separate consumer name per filter. A bad consumer name yields one
-``{"status": "error", "error": ...}`` dict and stops.
+into the log), so use a separate consumer name per filter. A bad consumer name or a type that
+is not one of ``events.EVENT_TYPES`` yields one ``{"status": "error", "error": ...}`` dict and
+stops, before anything is consumed.
 
 With ``follow=True`` the iterator blocks and keeps yielding until interrupted (KeyboardInterrupt
 ends it quietly) or until ``stop`` (a ``threading.Event``) is set. It is woken by inotify when
@@ -31,7 +32,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .events import MORE
+from .events import EVENT_TYPES, MORE
 from .redact import redact_obj
 
 if TYPE_CHECKING:
@@ -46,6 +47,11 @@ def iter_events(registry: ProcessRegistry, consumer: str = "default", follow: bo
                 *, interval: float = 0.2, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
     """Yield undelivered events for ``consumer`` (redacted); with ``follow``, keep waiting for more."""
     wanted = set(types) if types else None
+    unknown = sorted(str(t) for t in wanted or () if t not in EVENT_TYPES)
+    if unknown:
+        yield {"status": "error", "error": f"unknown event type {unknown[0]!r}: the types are "
+                                           f"{', '.join(EVENT_TYPES)}"}
+        return
     log_path = _events_path(registry)
     watch = _watch(registry) if follow else None
     try:

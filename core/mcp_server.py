@@ -22,11 +22,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, ValidationError
 
 from .text import safe_json
 from .tool import run_action
+from .version import version
 
 if TYPE_CHECKING:
     from .registry import ProcessRegistry
@@ -107,11 +109,38 @@ def build_server(home: str | None = None, registry: ProcessRegistry | None = Non
 
         registry = ProcessRegistry(home=home)
     tools = _Tools(registry)
-    server = MCPServer(name="hermes-procs", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server(name="hermes-procs", version=version(), instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     for name in TOOL_NAMES:
         server.add_tool(getattr(tools, name), name=name, annotations=read_only if name in _READ_ONLY else None)
     return server
+
+
+class _Server(MCPServer):
+    """The SDK's server, but an unknown tool and arguments its input schema refuses (a missing
+    session_id, a negative offset) get the one-line error dict every other error gets, not the
+    SDK's text or pydantic's multi-line report with a link to its docs."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name not in TOOL_NAMES:
+            return _result({"status": "error", "error": f"unknown tool {name[:80]!r}: the tools are "
+                                                        f"{', '.join(TOOL_NAMES)}"})
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            return _result({"status": "error", "error": f"{name}: {_argument_errors(exc.__cause__)}"})
+
+
+def _argument_errors(exc: ValidationError) -> str:
+    """``session_id is required; offset: Input should be greater than or equal to 0`` (the
+    fields and the rule, never the values: they are the caller's data)."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        parts.append(f"{where} is required" if err["type"] == "missing" else f"{where}: {err['msg']}")
+    return "; ".join(sorted(set(parts)))
 
 
 class _Tools:

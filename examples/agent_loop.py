@@ -16,8 +16,11 @@ would make:
 
 Run it next to the dashboard to watch the same jobs appear, ask, get answered and finish:
 
-    hermes-procs --home /tmp/demo-home            # terminal 1: the dashboard
-    python examples/agent_loop.py --home /tmp/demo-home   # terminal 2: the "agent"
+    .venv/bin/hermes-procs --home /tmp/demo-home                    # terminal 1: the dashboard
+    .venv/bin/python examples/agent_loop.py --home /tmp/demo-home   # terminal 2: the "agent"
+
+(from the checkout after `make run`; with `pip install .` into an environment of your own,
+`hermes-procs` and its `python`).
 
 It takes a few seconds. Exit status 0 when everything went as planned.
 """

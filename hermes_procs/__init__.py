@@ -36,6 +36,12 @@ class _Dashboard:
 
         return start_demo(registry)
 
+    @staticmethod
+    def stop_demo(registry: Any) -> list[dict[str, Any]]:
+        from hermes_procs.tui.demo import stop_demo
+
+        return stop_demo(registry)
+
 
 def main(argv: list[str] | None = None) -> None:
     """The `hermes-procs` console script (also `python -m hermes_procs`)."""

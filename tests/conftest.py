@@ -12,12 +12,16 @@ from hermes_procs.core import ProcessRegistry
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_defaults(tmp_path_factory):
-    """Nothing a test does reaches the user's own state home or config file: the defaults point
-    into the session's temporary folder (tests that need their own set the variables again)."""
+    """Nothing a test does reaches the user's own state home, config file or home folder: the
+    defaults point into the session's temporary folder (tests that need their own set the
+    variables again). HOME too: the REPLs and pagers the jobs run write their history there
+    (~/.python_history, ~/.lesshst), not into the home of the user running `make test`."""
     base = tmp_path_factory.mktemp("defaults")
-    saved = {k: os.environ.get(k) for k in ("HERMES_PROCS_HOME", "XDG_CONFIG_HOME", "HERMES_PROCS_HOST")}
+    saved = {k: os.environ.get(k) for k in ("HERMES_PROCS_HOME", "XDG_CONFIG_HOME", "HERMES_PROCS_HOST", "HOME")}
     os.environ["HERMES_PROCS_HOME"] = str(base / "home")
     os.environ["XDG_CONFIG_HOME"] = str(base / "config")
+    (base / "user").mkdir(mode=0o700)
+    os.environ["HOME"] = str(base / "user")
     os.environ.pop("HERMES_PROCS_HOST", None)
     yield
     for key, value in saved.items():

@@ -11,6 +11,7 @@ from typing import Any
 from conftest import until_async
 
 from hermes_procs.tui.jobs_table import JobsTable
+from hermes_procs.tui.keyroute import TypeAheadGuard
 from hermes_procs.tui.log_pane import LogPane
 
 
@@ -30,6 +31,19 @@ def spawn(registry: Any, command: str, **kw: Any) -> str:
     r = registry.spawn(command, **kw)
     assert r["status"] == "running", r
     return r["session_id"]
+
+
+async def settle(pilot: Any) -> None:
+    """Wait as a person reads the open confirmation or signal chooser: the keys it gets sooner
+    were typed ahead and are dropped (tui/keyroute.py)."""
+    await until(pilot, lambda: pilot.app.screen.focused is not None, what="the dialog focused")
+    await pilot.pause(TypeAheadGuard.QUIET + 0.1)
+
+
+async def confirm(pilot: Any) -> None:
+    """Answer the open confirmation: Enter on its confirm button, after a look at it."""
+    await settle(pilot)
+    await pilot.press("enter")
 
 
 async def select(pilot: Any, app: Any, sid: str, indexed: bool = True) -> None:

@@ -177,10 +177,13 @@ def test_cli_wait_until_input_and_screen(registry, home):
 
 
 def test_cli_search_and_restart(registry, home):
-    sid = registry.spawn("echo answer y")["session_id"]
+    sid = registry.spawn("echo first; echo answer y; echo last")["session_id"]
     registry.wait(sid, timeout=20)
-    assert _cli(home, "search", sid, "answer", "-C", "0").stdout.strip() == "0:answer y"
-    assert _cli(home, "search", "answer", "-C", "0").stdout.strip() == f"{sid}:0:answer y"
+    # lines count from 1, as grep -n and the dashboard count them (--json: the 0-based offset)
+    assert _cli(home, "search", sid, "answer", "-C", "0").stdout.strip() == "2:answer y"
+    assert _cli(home, "search", "answer", "-C", "0").stdout.strip() == f"{sid}:2:answer y"
+    assert _cli(home, "search", sid, "answer", "-C", "1").stdout == "1-first\n2:answer y\n3-last\n--\n"
+    assert json.loads(_cli(home, "search", sid, "answer", "--json").stdout)["matches"][0]["line_no"] == 1
     assert _cli(home, "search", "a", "b", "c").returncode == 1
     new = _cli(home, "restart", sid).stdout.strip()
     assert registry.poll(new)["rerun_of"] == sid

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -174,6 +175,36 @@ def test_wait_timeout_and_exit_code(cli):
     one_error_line(cli("wait", sid2, "--timeout", "0"))
 
 
+def test_signal_says_what_it_sent(cli):
+    sid = start(cli, "--", "sleep 30; sleep 30")
+    pid = json.loads(cli("tree", sid, "--json", check=0).stdout)["processes"][1]["pid"]  # the first sleep
+    assert cli("signal", sid, "STOP", "--pid", str(pid), check=0).stdout == f"sent STOP to process {pid} of {sid}\n"
+    assert cli("signal", sid[5:11], "2", check=0).stdout == f"sent INT to {sid}\n"
+
+
+def test_screen_of_a_pipe_job_speaks_cli(cli):
+    sid = start(cli, "--", "sleep 30")
+    line = one_error_line(cli("screen", sid), sid, "run --pty", f"hermes-procs log {sid}")
+    assert "pty=True" not in line and "read_log" not in line
+
+
+def test_help_lists_the_everyday_commands_first_without_type_placeholders(cli):
+    out = cli("--help", check=0).stdout
+    listed = re.findall(r"^│ ([a-z]+) ", out.split("Commands")[1], re.M)
+    assert listed[:5] == ["run", "ls", "poll", "log", "wait"], listed
+    for command in ["", *listed]:
+        text = cli(*([command] if command else []), "--help", check=0).stdout
+        assert "<bool>" not in text and "<list" not in text and "<int>" not in text, (command, text)
+
+
+def test_help_into_a_pipe_that_closes_early_exits_0(home):
+    """`hermes-procs --help | head -3`: the reader has what it wanted; no error, status 0."""
+    proc = subprocess.run(f"{shlex.quote(sys.executable)} -m hermes_procs --help | head -3; "
+                          "echo \"status=${PIPESTATUS[0]}\"", shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, timeout=30, env=dict(os.environ, COLUMNS="80"))
+    assert proc.stdout.splitlines()[-1] == "status=0" and proc.stderr == "", proc
+
+
 def test_signal_and_max_runtime(cli):
     sid = start(cli, "--", "sleep 30")
     assert json.loads(cli("signal", sid, "TERM", "--json", check=0).stdout)["status"] == "ok"
@@ -244,6 +275,10 @@ def test_events_once_per_consumer(cli):
     only = events("t2", "--type", "completion")
     assert [e["type"] for e in only] == ["completion"] and only[0]["session_id"] == sid
     assert events("t2") == []
+    # a misspelled type is one line, and consumes nothing
+    one_error_line(cli("events", "--consumer", "t3", "--type", "completion", "--type", "bogus"),
+                   "unknown event type 'bogus'", "completion", "watch_match")
+    assert has_completion(events("t3"))
 
 
 def test_ls_starts_without_heavy_imports(cli, home):
@@ -257,6 +292,38 @@ def test_ls_starts_without_heavy_imports(cli, home):
     modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
     for heavy in ("textual", "mcp", "pydantic", "psutil", "hermes_procs.tui"):
         assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), heavy
+
+
+def test_demo_starts_each_sample_once_and_stops_them(cli, home):
+    from hermes_procs.core import ProcessRegistry
+
+    reg = ProcessRegistry(home=home)
+
+    def samples():
+        return {(j["name"], j["status"]) for j in reg.list(task_id="demo")}
+
+    out = cli("demo", check=0).stdout  # no terminal: starts them and lists them
+    assert "demo --stop" in out
+    names = {name for name, _ in samples()}
+    assert names == {"build", "python REPL", "reset staging", "ping", "tests"}
+    build = next(j["session_id"] for j in reg.list(task_id="demo") if j["name"] == "build")
+    done = reg.wait(build, timeout=60)  # the build ends after "build finished"
+    assert done["exit_code"] == 0 and "build finished" in done["output"]
+    tests = next(j["session_id"] for j in reg.list(task_id="demo") if j["name"] == "tests")
+    reg.wait(tests, timeout=30)
+    cli("demo", check=0)  # again: no new rows, the ended ones included
+    assert len(reg.list(task_id="demo")) == 5
+    assert cli("demo", "--stop", check=0).stdout == "stopped 3 sample jobs\n"  # REPL, ping, reset staging
+    assert not any(status == "running" for _, status in samples())
+    cli("demo", check=0)  # after a stop: the stopped ones start anew
+    running = {j["name"] for j in reg.list(task_id="demo") if j["status"] == "running"}
+    assert running == {"python REPL", "reset staging", "ping"} and len(reg.list(task_id="demo")) == 8
+
+
+def test_version(cli):
+    from hermes_procs import __version__
+
+    assert cli("--version", check=0).stdout == f"hermes-procs {__version__}\n"
 
 
 def test_help_and_attach_without_terminal(cli):

@@ -55,7 +55,7 @@ def test_dashboard_in_tmux(registry, home, alive, tmux):
     tmux.wait_screen(lambda t: "k Kill" in t, what="the table's keys")
     tmux.keys("k")
     tmux.wait_screen(lambda t: "Kill this job?" in t, what="the kill confirmation")
-    tmux.keys("y")
+    tmux.confirm()
     tmux.wait_screen(lambda t: "killed" in t, what="the killed status")
     assert registry.poll(victim)["completion_reason"] == "killed"
     assert not alive(victim_pid)

@@ -57,6 +57,18 @@ async def with_client(home, body):
         return await body(Client(session))
 
 
+def test_server_says_its_name_and_version(tmp_path):
+    from hermes_procs import __version__
+
+    async def main():
+        async with stdio_client(server_params(tmp_path / "home")) as (read, write), \
+                ClientSession(read, write) as session:
+            return (await session.initialize()).server_info
+
+    info = run(main())
+    assert (info.name, info.version) == ("hermes-procs", __version__) and __version__
+
+
 def test_tools_and_schemas(tmp_path):
     async def body(c):
         tools = {t.name: t for t in (await c.session.list_tools()).tools}
@@ -203,10 +215,18 @@ def test_errors_are_flagged(tmp_path):
         assert nocwd.is_error and nocwd.structured_content["status"] == "error"
         as_int = await c.call("process_poll", session_id=123456)  # an integer id is taken as a string
         assert as_int.is_error and as_int.structured_content["status"] == "not_found"
-        negative = await c.session.call_tool("process_log", {"session_id": "proc_1", "offset": -1})
-        assert negative.is_error and "offset" in negative.content[0].text
-        no_arg = await c.session.call_tool("process_poll", {})
-        assert no_arg.is_error and "session_id" in no_arg.content[0].text
+        # arguments the input schema refuses: the one-line error dict every other error is
+        negative = await c.call("process_log", session_id="proc_1", offset=-1)
+        assert negative.is_error and negative.structured_content == {
+            "status": "error", "error": "process_log: offset: Input should be greater than or equal to 0"}
+        no_arg = await c.call("process_poll")
+        assert no_arg.is_error and no_arg.structured_content == {
+            "status": "error", "error": "process_poll: session_id is required"}
+        unknown = await c.call("process_nope")
+        assert unknown.is_error and unknown.structured_content["error"].startswith(
+            "unknown tool 'process_nope': the tools are process_start, process_list")
+        two = await c.call("process_write", pid="x")
+        assert two.structured_content["error"] == "process_write: data is required; session_id is required"
         assert (await c.ok("process_list")) == {"processes": []}
 
     run(with_client(tmp_path / "home", body))

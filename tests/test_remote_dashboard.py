@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import sshd as sshd_mod
-from pilot import until
+from pilot import confirm, until
 
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.hosts import HostSet, dashboard_registry
@@ -74,7 +74,7 @@ async def test_local_and_remote_jobs_in_one_dashboard(registry, remote, server):
         await until(pilot, lambda: app.main.selected == there)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, KillScreen))
-        await pilot.press("y")
+        await confirm(pilot)
         await until(pilot, lambda: table.rows_by_id[there].label == "killed", what="remote job killed")
         assert remote.poll(there)["status"] == "exited"
         assert registry.poll(here)["status"] == "running"
@@ -122,7 +122,7 @@ async def test_rerun_of_a_remote_job_runs_on_its_host(registry, remote):
         await until(pilot, lambda: app.main.selected == old)
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the confirmation")
-        await pilot.press("y")
+        await confirm(pilot)
         await until(pilot, lambda: (app.main.current_row() is not None
                                     and app.main.current_row().rerun_of == old), what="the rerun selected")
         new = app.main.selected

@@ -10,10 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from pilot import notes, select, spawn, until
+from pilot import confirm, notes, select, settle, spawn, until
 from rich.console import Console
+from rich.text import Text
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from hermes_procs.tui.app import HermesApp
+from hermes_procs.tui.bars import DetailTitle, fit_title
 from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, SignalScreen
 from hermes_procs.tui.help import HelpScreen, help_entries, markdown_table
 from hermes_procs.tui.jobs_table import JobsTable
@@ -248,11 +252,25 @@ async def test_kill_with_confirmation(registry, alive):
         assert alive(pid)
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, KillScreen))
-        await pilot.press("y")
+        await confirm(pilot)
         table = app.query_one(JobsTable)
         await until(pilot, lambda: table.rows_by_id[sid].label == "killed", what="killed")
         assert not alive(pid)
         assert "Killed" in notes(app)
+
+
+async def test_kill_dialog_of_an_exited_job_says_what_it_kills(registry):
+    sid = spawn(registry, "exit 3", name="done-already")
+    registry.wait(sid, timeout=10)
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid, indexed=False)
+        await pilot.press("k")
+        await until(pilot, lambda: isinstance(app.screen, KillScreen))
+        shown = " ".join(str(w.render()) for w in app.screen.query("Label, Static"))
+        assert "Kill what this job left running?" in shown and "It has ended (exited 3)" in shown
+        assert "Its whole process tree gets SIGTERM" not in shown
+        await pilot.press("escape")
 
 
 async def test_kill_dialog_shows_survivors(registry):
@@ -278,6 +296,7 @@ async def test_signal_chooser(registry):
         await select(pilot, app, sid)
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignalScreen))
+        await settle(pilot)
         await pilot.press("i")  # INT
         table = app.query_one(JobsTable)
         await until(pilot, lambda: not table.rows_by_id[sid].running, what="INT handled")
@@ -287,6 +306,7 @@ async def test_signal_chooser(registry):
         await select(pilot, app, other)
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignalScreen))
+        await settle(pilot)
         await pilot.press("down", "enter")  # second entry: TERM
         await until(pilot, lambda: not table.rows_by_id[other].running, what="TERM")
         assert table.rows_by_id[other].exit_code == -15
@@ -398,6 +418,27 @@ async def test_filter_sort_and_search(registry):
         await until(pilot, lambda: table_ids(app) == [live], what="search by command")
 
 
+async def test_sort_by_cpu_and_status_put_what_needs_a_look_first(registry):
+    ok = spawn(registry, "true", name="ok")
+    failed = spawn(registry, "exit 3", name="failed")
+    running = spawn(registry, "sleep 60", name="running")
+    asks = spawn(registry, "read x", name="asks")
+    killed = spawn(registry, "sleep 61", name="killed")  # the newest
+    registry.kill(killed, grace=0.1)
+    app = make_app(registry)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table.rows_by_id) == 5 and table.rows_by_id[asks].waiting
+                    and not table.rows_by_id[ok].running and not table.rows_by_id[failed].running,
+                    what="every job in its final state")
+        while table.sort_mode != "cpu":
+            await pilot.press("o")
+        await until(pilot, lambda: set(table_ids(app)[:2]) == {running, asks}, what="running jobs first")
+        while table.sort_mode != "status":
+            await pilot.press("o")
+        await until(pilot, lambda: table_ids(app) == [asks, running, failed, killed, ok], what="the status order")
+
+
 async def test_help_screen_and_footer(registry):
     app = make_app(registry)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -412,6 +453,7 @@ async def test_help_screen_and_footer(registry):
         assert len(entries) > 20
         for entry in entries:  # generated from the bindings: every one is on the screen
             assert entry.shown in shown and " ".join(entry.does.split()) in shown, entry
+            assert entry.section in shown, entry.section  # titles whole ("Log pane (l, Tab)")
         # snapshots keep arriving while a dialog is open
         table = app.screen_stack[0].query_one(JobsTable)
         sid = spawn(registry, "sleep 30", name="while-help")
@@ -440,18 +482,51 @@ async def test_waiting_for_input_and_stats(registry):
         assert "P?" in str(table.get_row(repl)[1])
 
 
-async def test_terminal_pane_types_into_pty_job(registry):
+async def open_repl_terminal(pilot, app, registry):
+    """A Python REPL job, selected, its terminal pane opened (t) and focused at the prompt."""
     sid = spawn(registry, f"{PY} -q -i", pty=True, name="repl")
+    await select(pilot, app, sid)
+    await pilot.press("t")
+    term = await until(pilot, lambda: app.main.terminal)
+    await until(pilot, lambda: app.focused is term and ">>>" in term.screen_text(), what="the pane at the prompt")
+    return term
+
+
+async def test_terminal_pane_types_into_pty_job(registry):
     app = make_app(registry)
     async with app.run_test(size=(100, 30)) as pilot:
-        await select(pilot, app, sid)
-        await pilot.press("t")
-        term = await until(pilot, lambda: app.main.terminal)
-        await until(pilot, lambda: ">>>" in term.screen_text(), what="prompt")
+        term = await open_repl_terminal(pilot, app, registry)
         await pilot.press(*"6*7", "enter")
         await until(pilot, lambda: "42" in term.screen_text(), what="REPL answer")
         await pilot.press("ctrl+right_square_bracket")
         await until(pilot, lambda: app.main.terminal is None and app.focused is app.query_one(JobsTable))
+
+
+async def test_the_table_gets_the_focus_back_when_the_job_typed_into_ends(registry):
+    older = spawn(registry, "sleep 60", name="older")
+    asks = spawn(registry, "read x; echo got $x", name="asks")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, asks)
+        await pilot.press("i", "y", "enter")  # the answer ends the job: its input bar goes
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: not table.rows_by_id[asks].running, what="the job ended")
+        await until(pilot, lambda: app.focused is table, what="the table focused again")
+        await pilot.press("down")
+        await until(pilot, lambda: app.main.selected == older, what="the arrows work at once")
+
+
+async def test_the_footer_of_the_terminal_pane_and_ctrl_q_there(registry):
+    """In the terminal pane every key goes to the job: the footer shows no key of the table
+    (/ Search, k Kill), and Ctrl-Q still quits the dashboard."""
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_repl_terminal(pilot, app, registry)
+        footer = app.screen.query_one(Footer)
+        await until(pilot, lambda: {k.key_display for k in footer.query(FooterKey)} == {"^]", "^t"},
+                    what="only the pane's own keys in the footer")
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: not app.is_running, what="Ctrl-Q quits")
 
 
 async def test_watch_pattern_toast(registry):
@@ -473,6 +548,52 @@ async def test_small_terminal_80x24(registry):
         assert app.query_one(LogPane).size.height >= 5
         await pilot.click(JobsTable, offset=(10, 3))  # mouse selects a row
         await until(pilot, lambda: app.main.selected == table_ids(app)[2])
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (140, 45)])
+async def test_footer_and_job_header_fit_the_width(registry, width, height):
+    """The footer keeps q Quit and ? Help, the header its state (waiting for input, the log's
+    state), whatever the width and however long the job's name and command."""
+    long = "echo " + "a-very-long-argument " * 12 + "&& read -p 'Continue? [y/N] ' answer"
+    sid = spawn(registry, long, name="installer with a long name", pty=True)
+    app = make_app(registry)
+    async with app.run_test(size=(width, height)) as pilot:
+        await select(pilot, app, sid, indexed=False)
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: table.rows_by_id[sid].waiting, what="waiting for input")
+        footer = app.screen.query_one(Footer)
+        await until(pilot, lambda: len(footer.query(FooterKey)) > 3, what="the footer's keys")
+        shown = {f"{k.key_display} {k.description}": k.region for k in footer.query(FooterKey)}
+        assert {"q Quit", "? Help"} <= set(shown), shown
+        assert all(region.right <= width for region in shown.values()), shown
+        title = app.query_one(DetailTitle)
+        await until(pilot, lambda: "waiting for input" in title.render().plain, what="the header's state")
+        text = title.render()
+        assert text.cell_len <= title.content_size.width, text.plain
+        assert text.plain.endswith("· log following") and "PTY  waiting for input" in text.plain, text.plain
+        if width >= 140:
+            assert "installer with a long name  echo a-very-long-argument" in text.plain
+
+
+def test_a_job_header_whose_state_is_longer_than_the_width_keeps_the_short_id():
+    state = Text("  · running 12m  · log filter /icmp_seq=1/ ±1: 111 matching lines · & edits, Esc clears")
+    title = fit_title(Text("proc_b663442625e0  ping"), "bash ping.sh", state, 80, Text("b66344  ping"))
+    assert title.plain.startswith("b66344  · running 12m  · log filter")
+
+
+async def test_home_and_end_in_the_jobs_table(registry):
+    ids = [spawn(registry, f"sleep {60 + i}", name=f"row {i}") for i in range(30)]
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: len(table_ids(app)) == 30, what="every job listed")
+        await pilot.press("end")
+        await until(pilot, lambda: app.main.selected == ids[0], what="the last row (the oldest job)")
+        assert table.cursor_row == 29
+        await pilot.press("home")
+        await until(pilot, lambda: app.main.selected == ids[-1], what="the first row (the newest job)")
+        await pilot.press("pagedown")
+        await until(pilot, lambda: table.cursor_row > 5, what="a page down")
 
 
 async def test_closing_the_app_never_stops_jobs(registry, alive):
@@ -563,7 +684,7 @@ async def test_a_corrupt_job_folder_does_not_break_the_table(registry, home):
         await select(pilot, app, "proc_0123456789ab", indexed=False)
         await pilot.press("k")  # the dialog opens; the core answers with an error, nothing crashes
         await until(pilot, lambda: isinstance(app.screen, KillScreen))
-        await pilot.press("y")
+        await confirm(pilot)
         await pilot.pause(0.5)
         assert app.is_running
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from pilot import until
+from pilot import notes, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.config import DEFAULT_HIGHLIGHTS, config_dir, load_config
@@ -90,6 +90,18 @@ async def test_keys_from_the_config_rebind_actions_and_the_help_follows(registry
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
 
 
+async def test_a_misspelled_key_action_is_a_warning_toast(registry, xdg):
+    (xdg / "config.toml").write_text('[keys]\nkil = "K"\nsort = "O"\nnew_job = "N"\n')
+    cfg = load_config()
+    assert cfg.keys == {"new_job": "N"}
+    assert [p.split(": ", 1)[1] for p in cfg.problems] == [
+        "[keys] kil: no such action (did you mean kill?); skipped",
+        "[keys] sort: no such action (did you mean cycle_sort?); skipped"]
+    app = HermesApp(registry, sample_interval=0.2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: "kil: no such action" in notes(app), what="the warning toast")
+
+
 async def test_theme_from_config_and_a_picked_theme_is_remembered(registry, xdg):
     (xdg / "config.toml").write_text('theme = "nord"\n')
     app = HermesApp(registry, sample_interval=0.2)
@@ -100,6 +112,7 @@ async def test_theme_from_config_and_a_picked_theme_is_remembered(registry, xdg)
         app.theme = "gruvbox"
         await until(pilot, lambda: (xdg / "state.json").exists(), what="theme remembered")
     assert json.loads((xdg / "state.json").read_text()) == {"theme": "gruvbox"}
+    assert (xdg / "state.json").stat().st_mode & 0o777 == 0o600  # private, as everything of ours
     app = HermesApp(registry, sample_interval=0.2)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(0.1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from pilot import notes, spawn, until
+from pilot import confirm, notes, spawn, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.config import Config, load_config
@@ -126,7 +126,7 @@ async def test_failures_alert_and_successes_and_our_own_kills_do_not(registry):
         table.select_id(ours)
         await until(pilot, lambda: app.main.selected == ours, what="selected")
         await pilot.press("k")
-        await pilot.press("y")
+        await confirm(pilot)
         await until(pilot, lambda: not table.rows_by_id[ours].running, what="our kill")
         await pilot.pause(0.5)
         assert "mine" not in "".join(written)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pilot import notes, select, spawn, until
+from pilot import confirm, notes, select, spawn, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import DetailTitle
@@ -57,10 +57,10 @@ async def test_rerun_of_a_running_job_asks_then_kills_and_restarts(registry):
         await until(pilot, lambda: not isinstance(app.screen, RerunScreen), what="dialog closed")
         await pilot.pause(0.3)
         assert registry.poll(old)["status"] == "running" and not reruns_of(registry, old)
-        # y: the old one is killed, the new one runs in a PTY and is selected
+        # confirmed: the old one is killed, the new one runs in a PTY and is selected
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, RerunScreen), what="the confirm dialog")
-        await pilot.press("y")
+        await confirm(pilot)
         await until(pilot, lambda: reruns_of(registry, old), what="the rerun")
         new = reruns_of(registry, old)[0]
         await until(pilot, lambda: app.main.selected == new, what="the new job selected")

@@ -39,7 +39,7 @@ def test_rerun_in_tmux(registry, home, alive, tmux):
     tmux.wait_screen(lambda t: f" {server}  e2e-server" in t, what="the server selected")
     tmux.keys("r")
     tmux.wait_screen(lambda t: "kill it and run it again?" in t, what="the rerun confirmation")
-    tmux.keys("y")
+    tmux.confirm()
     tmux.wait_screen(lambda t: f"rerun of {short_id(server)}" in t, what="the second rerun's header",
                 timeout=30)
     assert not alive(server_pid)

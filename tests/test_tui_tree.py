@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from conftest import pid_alive
-from pilot import notes, select, until
+from pilot import confirm, notes, select, settle, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import SignalScreen
@@ -66,6 +66,16 @@ async def test_tree_shows_the_processes_live_and_who_waits_for_input(registry):
         await until(pilot, lambda: not isinstance(app.screen, TreeScreen), what="closed")
 
 
+async def pick_signal(pilot, app, letter: str) -> str:
+    """s on the highlighted process, then `letter` in the chooser; returns the chooser's hint."""
+    await pilot.press("s")
+    await until(pilot, lambda: isinstance(app.screen, SignalScreen), what="signal chooser")
+    hint = " ".join(str(w.render()) for w in app.screen.query("Static"))
+    await settle(pilot)
+    await pilot.press(letter)
+    return hint
+
+
 async def test_signal_one_process_from_the_view(registry):
     sid = registry.spawn(ASKS)["session_id"]
     app = HermesApp(registry, sample_interval=0.3)
@@ -73,10 +83,12 @@ async def test_signal_one_process_from_the_view(registry):
         screen = await open_tree(pilot, app, sid)
         sleeper = find(screen, "sleep 100")
         await highlight(pilot, screen, sleeper["pid"])
-        await pilot.press("s")
-        await until(pilot, lambda: isinstance(app.screen, SignalScreen), what="signal chooser")
-        await until(pilot, lambda: app.screen.focused is not None, what="chooser focused")
-        await pilot.press("t")  # TERM
+        for letter, state in (("s", "T"), ("c", "S")):  # STOP and CONT have letters too
+            hint = await pick_signal(pilot, app, letter)
+            assert "i/t/h/k/s/c pick" in hint, hint
+            await until(pilot, lambda: find(screen, "sleep 100")["state"] == state,  # noqa: B023
+                        what=f"{letter}: state {state}")
+        await pick_signal(pilot, app, "t")  # TERM
         await until(pilot, lambda: find(screen, "sleep 100") is None, what="sleeper gone from the view")
         assert not pid_alive(sleeper["pid"]) and pid_alive(waiting(screen)["pid"])
         assert registry.poll(sid)["status"] == "running"
@@ -99,8 +111,7 @@ async def test_kill_one_process_asks_first(registry):
         assert pid_alive(sleeper["pid"])
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, KillProcessScreen), what="confirmation again")
-        await until(pilot, lambda: app.screen.focused is not None, what="confirmation focused")
-        await pilot.press("y")
+        await confirm(pilot)
         await until(pilot, lambda: find(screen, "sleep 100") is None, what="killed process gone from the view")
         assert not pid_alive(sleeper["pid"]) and registry.poll(sid)["status"] == "running"
 

@@ -53,13 +53,10 @@ def test_browser_sees_kills_and_types_into_a_job(tmp_path):
             page.wait_for_selector("body.-first-byte .textual-terminal.-connected", timeout=60_000)
             assert "token" not in page.url  # taken out of the address bar: the cookie holds it
             shown.wait_for("victim", "echoer")
-            page.locator(".xterm-helper-textarea").focus()  # where xterm.js takes keys
-            shown.clear()
-            page.keyboard.press("i")
-            # the input bar has the focus once the footer is drawn again (keys typed before
-            # would go to the table: Textual moves the focus after the keys already queued)
-            shown.wait_for("Search")
-            page.keyboard.type("hello-browser")
+            # no click: the page takes keys as soon as the dashboard is there, and the keys
+            # typed right behind i go to the input bar it opens (tui/keyroute.py)
+            assert page.evaluate("document.activeElement.className").startswith("xterm-helper-textarea")
+            page.keyboard.type("ihello-browser")
             page.keyboard.press("Enter")
             wait_until(lambda: "got: hello-browser" in log_text(home, echoer), timeout=30)
             shown.wait_for("got: hello-browser")  # the log pane shows the job's answer
@@ -72,7 +69,8 @@ def test_browser_sees_kills_and_types_into_a_job(tmp_path):
             shown.clear()
             page.keyboard.press("k")
             shown.wait_for("Kill this job?", victim)
-            page.keyboard.press("y")
+            time.sleep(0.6)  # the confirmation drops keys typed ahead of it (tui/keyroute.py)
+            page.keyboard.press("Enter")
             wait_until(lambda: status(home, victim) != "running", timeout=30)
             shown.wait_for("killed")
             page.keyboard.press("ArrowUp")

@@ -58,6 +58,12 @@ class Tmux:
         self("send-keys", "-t", SESSION, *keys)
         time.sleep(0.15)
 
+    def confirm(self) -> None:
+        """Enter on the open confirmation, after the moment it drops typed-ahead keys for
+        (tui/keyroute.py: a key sent with the one that opened it never answers it)."""
+        time.sleep(0.6)
+        self.keys("Enter")
+
     def close(self) -> None:
         """Kill the server and remove its socket file (a killed server leaves it behind)."""
         self("kill-server", check=False)
@@ -67,7 +73,9 @@ class Tmux:
 
 def dashboard_command(home: str | Path, **env: str | Path) -> str:
     """The shell line that runs the dashboard over `home` from this checkout (with `env`), then
-    stays 5 s so that a crash's traceback can still be read from the screen."""
+    stays 5 s so that a crash's traceback can still be read from the screen.  COLUMNS and LINES
+    are removed: the window reaches the shell with COLUMNS=80 LINES=24, which Textual would take
+    over the window's real size."""
     assignments = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in {"HERMES_PROCS_HOME": home, **env}.items())
-    return (f"cd {shlex.quote(os.getcwd())} && {assignments} "
+    return (f"cd {shlex.quote(os.getcwd())} && unset COLUMNS LINES && {assignments} "
             f"{shlex.quote(sys.executable)} -m hermes_procs --home {shlex.quote(str(home))}; sleep 5")

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -25,6 +26,7 @@ from hermes_procs.core.text import safe_line, safe_text
 from .config import Config, load_config, remember_theme
 from .files import Files
 from .help import HelpScreen, palette_entries
+from .keyroute import KeyRouter
 from .main_screen import MainScreen
 from .readonly import ReadOnlyRegistry
 
@@ -55,6 +57,15 @@ class HermesApp(App):
         self.files = Files(read_only)
         self.config = config if config is not None else load_config()
         self.main = MainScreen(self.registry, sample_interval=sample_interval, home_label=home_label)
+        self.keys = KeyRouter(self)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys read from the terminal go through the KeyRouter (tui/keyroute.py): a burst of
+        keys goes where each key's focus went, and typed text never answers a confirmation."""
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            await self.keys.route(event)
+            return
+        await super().on_event(event)
 
     def get_default_screen(self) -> MainScreen:
         return self.main

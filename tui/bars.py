@@ -3,7 +3,11 @@
 * :class:`TopBar`: how many jobs run / wait for input, the table's filter, sort and search (bound
   to the :class:`~.main_screen.MainScreen` reactives with ``data_bind``), and the home.
 * :class:`DetailTitle`: the selected job's id, name, command, status (``rerun of <id>`` /
-  ``rerun as <id>`` when it was started again) and the log pane's state.
+  ``rerun as <id>`` when it was started again) and the log pane's state; the command gives way
+  when the width is short, the state never does.
+
+And the footer (:class:`KeyFooter`): Textual's, fitted to the width so that ``q Quit`` and
+``? Help`` always show.
 
 A reactive repaints only when its value changes, and both bars have a fixed height, so an
 update never asks for a layout pass (a reflow of the whole screen): only the bar is repainted.
@@ -12,15 +16,19 @@ update never asks for a layout pass (a reflow of the whole screen): only the bar
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from hermes_procs.core.text import safe_line as one_line  # one line, escapes shown, never sent
 
-from .jobs_table import fmt_duration, short_id
+from .jobs_table import SHORT_ID, fmt_duration, short_id
 from .sampler import JobRow
 
-__all__ = ["DetailTitle", "TopBar", "one_line"]
+__all__ = ["DetailTitle", "KeyFooter", "TopBar", "fit_title", "one_line"]
 
 
 class TopBar(Widget):
@@ -89,16 +97,24 @@ class DetailTitle(Widget):
         row = self.row
         if row is None:
             return Text("no job selected · n starts one", style="dim")
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(row.session_id, style="cyan")
+        return fit_title(self._who(row, row.session_id), one_line(row.command), self._state(row),
+                         self.content_size.width, self._who(row, short_id(row.session_id)))
+
+    def _who(self, row: JobRow, sid: str) -> Text:
+        """The job's id, name and rerun links."""
+        text = Text(sid, style="cyan")
         if row.name:
-            text.append(f"  {row.name}", style="bold")
-        if row.rerun_of:  # before the command, which may be long and cut off
+            text.append(f"  {one_line(row.name)}", style="bold")
+        if row.rerun_of:
             text.append(f"  rerun of {short_id(row.rerun_of)}", style="italic")
         if self.rerun_as:
             text.append(f"  rerun as {short_id(self.rerun_as)}", style="italic")
-        text.append(f"  {one_line(row.command)[:80]}")
-        text.append("  · ", style="dim")
+        return text
+
+    def _state(self, row: JobRow) -> Text:
+        """Status, PTY, waiting for input, host and the log pane's state: kept whole, whatever
+        the width (the command gives way)."""
+        text = Text("  · ", style="dim")
         text.append(row.label, style="bold green" if row.running else "bold")
         if row.running:
             text.append(f" {fmt_duration(row.uptime)}", style="dim")
@@ -114,3 +130,51 @@ class DetailTitle(Widget):
         if not self.terminal_open:
             text.append(f"  · log {self.log_status}", style="dim")
         return text
+
+
+def fit_title(who: Text, command: str, state: Text, width: int, short: Text) -> Text:
+    """``who  command  state`` in `width` cells: the state stays whole; the command is cut
+    first (dropped below 8 cells), then the id is shortened (`short`), then the name cut. A
+    state longer than the width (a log filter's progress) keeps the short id before it and is
+    cut at its end."""
+    room = width - state.cell_len
+    if who.cell_len + 2 + 8 > room and short.cell_len < who.cell_len:
+        who = short
+    text = who.copy()
+    left = room - who.cell_len - 2
+    if left >= 8:
+        cut = Text(command)
+        cut.truncate(left, overflow="ellipsis")
+        text.append("  ")
+        text.append_text(cut)
+    elif who.cell_len > room:
+        text.truncate(max(room, SHORT_ID), overflow="ellipsis" if room > SHORT_ID else "crop")
+    text.append_text(state)
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+class KeyFooter(Footer):
+    """The footer's keys, fitted to the width: the app's own keys (``q Quit``, ``? Help``,
+    last) always show; when the keys do not fit, the screen's are dropped from their end."""
+
+    def compose(self) -> ComposeResult:
+        keys = [w for w in super().compose() if isinstance(w, FooterKey)]
+        own = {b.action for b in type(self.app).BINDINGS if isinstance(b, Binding)}
+        width = self.size.width or self.app.size.width
+        while sum(_key_cells(k) for k in keys) > width:
+            drop = [k for k in keys if k.action not in own]
+            if not drop:
+                break
+            keys.remove(drop[-1])
+        yield from keys
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.recompose)
+
+
+def _key_cells(key: FooterKey) -> int:
+    """The cells a footer key takes: `` k Kill `` (Footer's padding: one before and after the
+    key, one after the description)."""
+    return len(key.key_display) + len(key.description) + 3

@@ -20,12 +20,14 @@
     new_job = "ctrl+n"
 
 A theme picked in the app (the command palette) is remembered in ``state.json`` beside the
-config file and wins over ``theme``.  A bad file or entry never stops the dashboard: it is
-skipped and :attr:`Config.problems` says why (the app shows them as a toast).
+config file (0600) and wins over ``theme``; delete the file to go back to ``theme``.  A bad
+file or entry never stops the dashboard: it is skipped and :attr:`Config.problems` says why
+(the app shows them as a toast).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
@@ -112,9 +114,7 @@ def load_config(path: Path | None = None) -> Config:
         except (KeyError, TypeError, PatternError, StyleSyntaxError) as exc:
             cfg.problems.append(f"{path}: highlight #{i + 1} skipped: {exc}")
     cfg.highlights = tuple(rules)
-    keys = data.get("keys", {})
-    if isinstance(keys, dict):
-        cfg.keys = {str(k): str(v) for k, v in keys.items() if isinstance(v, str) and v}
+    cfg.keys = _keys(data, path, cfg.problems)
     if isinstance(data.get("theme"), str):
         cfg.theme = data["theme"]
     cfg.notify = _notify(data, path, cfg.problems)
@@ -122,6 +122,30 @@ def load_config(path: Path | None = None) -> Config:
     if isinstance(remembered, str):
         cfg.theme = remembered
     return cfg
+
+
+def _keys(data: dict, path: Path, problems: list[str]) -> dict[str, str]:
+    """The ``[keys]`` table: action id -> key(s); an action the dashboard does not have (a typo)
+    or a value that is not a key is skipped with a warning naming the closest action."""
+    from .help import help_entries  # the bindings' ids: the names the README's keys table lists
+
+    table = data.get("keys", {})
+    if not isinstance(table, dict):
+        problems.append(f"{path}: [keys] must be a table")
+        return {}
+    known = sorted({i for entry in help_entries() for i in entry.ids})
+    keys: dict[str, str] = {}
+    for action, value in table.items():
+        if action not in known:
+            close = difflib.get_close_matches(action, known, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]}?)" if close else " (the actions: the ids in the help, ?)"
+            problems.append(f"{path}: [keys] {action}: no such action{hint}; skipped")
+        elif not isinstance(value, str) or not value.strip():
+            problems.append(f"{path}: [keys] {action}: the key(s) must be a string like \"K\" or \"ctrl+k,K\"; "
+                            "skipped")
+        else:
+            keys[action] = value
+    return keys
 
 
 def _notify(data: dict, path: Path, problems: list[str]) -> NotifySettings:
@@ -158,8 +182,9 @@ def _state(config_path: Path) -> dict:
 
 
 def remember_theme(config_path: Path, theme: str, files: Files) -> None:
-    """Keep the theme the user picked for the next start (never fails the app; a read-only
-    dashboard's ``files`` refuse, and the theme lasts for this session only)."""
+    """Keep the theme the user picked for the next start in ``state.json`` beside the config
+    file, private and written atomically (tui/files.py). Never fails the app; a read-only
+    dashboard's ``files`` refuse, and the theme lasts for this session only."""
     state = _state(config_path)
     if state.get("theme") == theme:
         return

@@ -1,5 +1,9 @@
 """Sample jobs for ``hermes-procs demo`` and the screenshots: one of each kind the dashboard
-shows.  Commands use only bash, coreutils and the running Python."""
+shows.  Commands use only bash, coreutils and the running Python.
+
+The samples are filed under the task ``demo``.  ``demo`` starts each one that has no job yet
+that runs or ended by itself (so running it again adds no rows); ``demo --stop`` kills the
+ones that run (the REPL and the ping run until then), after which ``demo`` starts them anew."""
 
 from __future__ import annotations
 
@@ -23,7 +27,6 @@ for t in core/paths core/text core/logstore core/registry cli/commands tui/app \
   case $t in cli/commands) printf '\033[33mwarning:\033[0m unused import in %s.py\n' "$t";; esac
 done
 printf '\033[1;32m✔ build finished\033[0m in 7.1s\n'
-sleep 3600
 """
 
 _ASK = r"""
@@ -75,22 +78,39 @@ def demo_dir(registry: Any) -> Path:
     return path
 
 
-def start_demo(registry: Any, jobs: list[dict[str, Any]] | None = None) -> list[dict]:
-    """Start the sample jobs that are not already running (by name); return spawn results."""
-    jobs = DEMO_JOBS if jobs is None else jobs
+DEMO_TASK = "demo"  # the task_id the samples are filed under
+
+
+def _samples(registry: Any) -> list[dict[str, Any]]:
+    """The home's sample jobs (list() rows), newest first."""
     try:
-        current = registry.list()
+        rows = registry.list(task_id=DEMO_TASK)
     except Exception:
-        current = []
-    running = {j.get("name") for j in current if isinstance(j, dict) and j.get("status") == "running"}
+        return []
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+
+def start_demo(registry: Any, jobs: list[dict[str, Any]] | None = None) -> list[dict]:
+    """Start each sample job that has no job yet that runs or ended by itself (a killed or timed
+    out one does not count: ``demo --stop``); return the spawn results."""
+    jobs = DEMO_JOBS if jobs is None else jobs
+    kept = {row.get("name") for row in _samples(registry)
+            if row.get("status") == "running" or row.get("completion_reason") not in ("killed", "timed_out")}
     cwd = str(demo_dir(registry))
     results = []
     for spec in jobs:
-        if spec["name"] in running:
+        if spec["name"] in kept:
             continue
-        kwargs = {"cwd": cwd, **{k: v for k, v in spec.items() if k != "command"}}
+        kwargs = {"cwd": cwd, "task_id": DEMO_TASK, **{k: v for k, v in spec.items() if k != "command"}}
         results.append(registry.spawn(spec["command"], **kwargs))
     return results
+
+
+def stop_demo(registry: Any, grace: float | None = None) -> list[dict]:
+    """Kill the sample jobs that still run; return the kill results."""
+    kwargs = {} if grace is None else {"grace": grace}
+    return [registry.kill(row["session_id"], **kwargs) for row in _samples(registry)
+            if row.get("status") == "running"]
 
 
 def kill_running(registry: Any, grace: float = 0.2) -> None:

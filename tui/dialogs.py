@@ -18,6 +18,8 @@ from textual.widgets.option_list import Option
 
 from hermes_procs.core.model import SENDABLE_SIGNALS
 
+from .keyroute import TypeAheadGuard, focus_now
+
 __all__ = ["ConfirmScreen", "KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
 
 _DIALOG_CSS = """
@@ -52,15 +54,18 @@ _DIALOG_CSS = """
 """
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no question: a subclass composes it with a ``#cancel`` and a ``#confirm`` button and
-    binds ``y`` to ``confirm``. The confirm button has the focus; dismisses with True (y, Enter
-    on the button) or False (n, Esc, Cancel)."""
+class ConfirmScreen(TypeAheadGuard, ModalScreen[bool]):
+    """A yes/no question about something that cannot be undone: a subclass composes it with a
+    ``#cancel`` and a ``#confirm`` button. The confirm button has the focus; dismisses with True
+    (Enter on it, or a click) or False (n, Esc, Cancel). No letter confirms, and keys typed
+    before the question was on screen are dropped (tui/keyroute.py): text typed into the
+    dashboard by mistake never answers it."""
 
     BINDINGS = [Binding("escape,n", "cancel", "Cancel")]
 
     def on_mount(self) -> None:
-        self.query_one("#confirm", Button).focus()
+        self.arm()
+        focus_now(self.query_one("#confirm", Button))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
@@ -71,8 +76,9 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(True)
 
 
-class KillScreen(ModalScreen[dict | None]):
-    """Confirm a kill; runs it, and shows the survivors when the tree could not be killed.
+class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
+    """Confirm a kill (Enter on the Kill button, as ConfirmScreen: no letter confirms); runs it,
+    and shows the survivors when the tree could not be killed.
 
     Dismisses with the registry's result dict (or None when cancelled).
     """
@@ -82,13 +88,10 @@ class KillScreen(ModalScreen[dict | None]):
     KillScreen #kill-status { height: auto; color: $text-muted; }
     KillScreen #kill-status.error { color: $error; text-style: bold; }
     """
-    BINDINGS = [
-        Binding("escape,n", "cancel", "Cancel"),
-        Binding("y", "confirm", "Kill"),
-    ]
+    BINDINGS = [Binding("escape,n", "cancel", "Cancel")]
 
     def __init__(self, registry: Any, job: Any, on_confirm: Callable[[], None] | None = None) -> None:
-        """`on_confirm` runs on "y", before the kill starts."""
+        """`on_confirm` runs when the kill is confirmed, before it starts."""
         super().__init__()
         self.registry = registry
         self.job = job
@@ -97,18 +100,22 @@ class KillScreen(ModalScreen[dict | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Kill this job?", classes="title")
+            running = self.job.running
+            yield Label("Kill this job?" if running else "Kill what this job left running?", classes="title")
             yield Static(Text.assemble(("name     ", "dim"), self.job.name or "-"))
             yield Static(Text.assemble(("command  ", "dim"), self.job.command))
             yield Static(Text.assemble(("id       ", "dim"), self.job.session_id,
                                        ("   pid ", "dim"), str(self.job.pid or "-")))
-            yield Static("Its whole process tree gets SIGTERM, then SIGKILL after the grace period.", id="kill-status")
+            yield Static("Its whole process tree gets SIGTERM, then SIGKILL after the grace period." if running else
+                         f"It has ended ({self.job.label}). The processes it left running, if any, get "
+                         "SIGTERM, then SIGKILL after the grace period.", id="kill-status")
             with Horizontal(classes="buttons"):
-                yield Button("Cancel (n)", id="cancel", compact=True)
-                yield Button("Kill (y)", id="confirm", variant="error", compact=True)
+                yield Button("Cancel (Esc)", id="cancel", compact=True)
+                yield Button("Kill (Enter)", id="confirm", variant="error", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#confirm", Button).focus()
+        self.arm()
+        focus_now(self.query_one("#confirm", Button))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
@@ -165,8 +172,6 @@ class RerunScreen(ConfirmScreen):
     RerunScreen > Vertical { border: thick $warning 80%; }
     RerunScreen #rerun-note { height: auto; color: $text-muted; margin-top: 1; }
     """
-    BINDINGS = [Binding("y", "confirm", "Rerun")]
-
     def __init__(self, job: Any) -> None:
         super().__init__()
         self.job = job
@@ -183,27 +188,28 @@ class RerunScreen(ConfirmScreen):
                          "command then starts as a new job, with the same directory, environment and PTY. "
                          "The old job and its log stay.", id="rerun-note")
             with Horizontal(classes="buttons"):
-                yield Button("Cancel (n)", id="cancel", compact=True)
-                yield Button("Kill and rerun (y)", id="confirm", variant="warning", compact=True)
+                yield Button("Cancel (Esc)", id="cancel", compact=True)
+                yield Button("Kill and rerun (Enter)", id="confirm", variant="warning", compact=True)
 
 
 # the signals offered for a job's process group; one process also gets STOP and CONT (proc_tree)
 JOB_SIGNALS = ("INT", "TERM", "HUP", "KILL")
+# the letter that picks each in the signal dialog
+SIGNAL_KEYS = {"INT": "i", "TERM": "t", "HUP": "h", "KILL": "k", "STOP": "s", "CONT": "c"}
 
 
-class SignalScreen(ModalScreen[str | None]):
+class SignalScreen(TypeAheadGuard, ModalScreen[str | None]):
     """Choose one of `signals` (names of SENDABLE_SIGNALS, shown with what each is for) to send
-    to `target` (a job's name or command, "process 1234"). Dismisses with its name or None."""
+    to `target` (a job's name or command, "process 1234"): Enter on one, or its letter
+    (SIGNAL_KEYS). Keys typed before the dialog was on screen are dropped (tui/keyroute.py), so
+    text typed by mistake never picks a signal. Dismisses with its name or None."""
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="SignalScreen") + """
     SignalScreen OptionList { height: auto; border: none; }
     """
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
-        Binding("i", "pick('INT')", "INT", show=False),
-        Binding("t", "pick('TERM')", "TERM", show=False),
-        Binding("h", "pick('HUP')", "HUP", show=False),
-        Binding("k", "pick('KILL')", "KILL", show=False),
+        *(Binding(key, f"pick('{name}')", name, show=False) for name, key in SIGNAL_KEYS.items()),
     ]
 
     def __init__(self, target: str, signals: tuple[str, ...] = JOB_SIGNALS) -> None:
@@ -215,21 +221,25 @@ class SignalScreen(ModalScreen[str | None]):
         with Vertical():
             yield Label(f"Send a signal to {self.target}"[:60], classes="title")
             yield OptionList(
-                *[Option(Text.assemble((f"{name:<5}", "bold"), f" {SENDABLE_SIGNALS[name]}"), id=name)
+                *[Option(Text.assemble((f"{SIGNAL_KEYS[name]}  ", "dim"), (f"{name:<5}", "bold"),
+                                       f" {SENDABLE_SIGNALS[name]}"), id=name)
                   for name in self.signals],
                 id="signals",
             )
-            yield Static(Text("Enter sends · i/t/h/k pick · Esc cancels", style="dim"))
+            keys = "/".join(SIGNAL_KEYS[name] for name in self.signals)
+            yield Static(Text(f"Enter sends · {keys} pick · Esc cancels", style="dim"))
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        self.arm()
+        focus_now(self.query_one(OptionList))
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
 
     def action_pick(self, name: str) -> None:
-        self.dismiss(name)
+        if name in self.signals:  # STOP/CONT only where offered
+            self.dismiss(name)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -275,7 +285,7 @@ class NewJobScreen(ModalScreen[dict | None]):
                 yield Button("Start", id="start", variant="primary", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#new-command", Input).focus()
+        focus_now(self.query_one("#new-command", Input))
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#start")
@@ -329,7 +339,7 @@ class SaveLogScreen(ModalScreen[tuple[str, bool] | None]):
                 yield Button("Save", id="save", variant="primary", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#save-path", Input).focus()
+        focus_now(self.query_one("#save-path", Input))
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#save")

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from hermes_procs.core.paths import write_text_atomic
+
 __all__ = ["Files"]
 
 READ_ONLY = "read-only: this dashboard writes no files on the server"
@@ -35,10 +37,8 @@ class Files:
         return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
 
     def replace(self, path: Path, text: str) -> None:
-        """``path`` holds ``text`` afterwards, replaced whole (through a temporary file beside it,
-        its folder created when missing)."""
+        """``path`` holds ``text`` afterwards, replaced whole: private (0600, its folder 0700 when
+        made here), written atomically without following a planted link (core/paths.py)."""
         self._check(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_text_atomic(path, text)

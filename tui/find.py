@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import Input, Label
 
 from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
+from .keyroute import focus_now
 
 __all__ = ["FilterBar", "FindBox", "JobSearch", "SearchBox"]
 
@@ -35,7 +36,7 @@ class SearchBox(Input):
 
     def open(self) -> None:
         self.add_class("shown")
-        self.focus()
+        focus_now(self)
 
     def close(self) -> None:
         self.remove_class("shown")
@@ -140,7 +141,7 @@ class FilterBar(Horizontal):
 
     def open(self) -> None:
         self.add_class("shown")
-        self.query_one("#filter-re", Input).focus()
+        focus_now(self.query_one("#filter-re", Input))
 
     @on(Input.Submitted)
     def _apply(self, event: Input.Submitted) -> None:

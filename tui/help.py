@@ -132,19 +132,21 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
     @staticmethod
-    def _sections(entries: list[HelpEntry]) -> list[Table]:
-        tables: list[Table] = []
-        current = None
+    def _sections(entries: list[HelpEntry]) -> list[Group]:
+        """One titled key table per section; the title is a line of its own (in the keys
+        column it was cut to the keys' width: "Log pane (l,...")."""
+        sections: list[Group] = []
+        width = max(len(x.shown) for x in entries)
+        table, current = Table.grid(), None
         for e in entries:
             if e.section != current:
                 current = e.section
                 table = Table.grid(padding=(0, 1))
-                table.add_column(style="bold cyan", no_wrap=True, width=max(len(x.shown) for x in entries))
+                table.add_column(style="bold cyan", no_wrap=True, width=width)
                 table.add_column()
-                table.add_row(Text(e.section, style="bold underline"), "")
-                tables.append(table)
-            tables[-1].add_row(Text(e.shown), Text(e.does))
-        return tables
+                sections.append(Group(Text(e.section, style="bold underline"), table))
+            table.add_row(Text(e.shown), Text(e.does))
+        return sections
 
     def compose(self) -> ComposeResult:
         config = getattr(self.app, "config", None)  # any app may show the help (tests, screenshots)

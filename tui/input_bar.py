@@ -101,7 +101,7 @@ class InputBar(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal():
             yield Static("›", classes="prompt")
-            yield Input(placeholder="type a line for the job · Enter sends · ^R raw · ^D EOF", id="line", compact=True)
+            yield Input(placeholder="type a line · Enter sends · ^R raw · ^D EOF", id="line", compact=True)
             yield Button("Send", id="send", variant="primary", compact=True)
             yield Button("Raw", id="raw", compact=True)
             yield Button("EOF", id="eof", variant="warning", compact=True)

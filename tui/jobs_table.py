@@ -27,8 +27,11 @@ __all__ = ["SORTS", "JobsTable", "fmt_bytes", "fmt_duration", "short_id"]
 SORTS = ("newest", "oldest", "cpu", "memory", "quiet", "status", "name")
 
 
+SHORT_ID = 6  # hex digits of the short id the table shows
+
+
 def short_id(session_id: str) -> str:
-    return session_id.removeprefix("proc_")[:6]
+    return session_id.removeprefix("proc_")[:SHORT_ID]
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -117,7 +120,13 @@ class JobsTable(DataTable):
     BINDINGS = [
         Binding("up", "cursor_up", "Up", show=False, tooltip="select a job (or click it)"),
         Binding("down", "cursor_down", "Down", show=False, tooltip="select a job (or click it)"),
-        Binding("enter", "select_cursor", "Open", show=False,
+        Binding("home", "scroll_top", "First", show=False, tooltip="the first job / the last job"),
+        Binding("end", "scroll_bottom", "Last", show=False, tooltip="the first job / the last job"),
+        Binding("pageup", "page_up", "Page up", show=False, tooltip="a page of jobs up / down"),
+        Binding("pagedown", "page_down", "Page down", show=False, tooltip="a page of jobs up / down"),
+        # the screen's action at once (not RowSelected, a message handled a turn later): the keys
+        # typed right after Enter go to the pane or input bar it opens (tui/keyroute.py)
+        Binding("enter", "screen.open_job", "Open", show=False,
                 tooltip="PTY job: its terminal pane; pipe job: type into it; finished job: its log"),
     ]
 
@@ -299,14 +308,14 @@ class JobsTable(DataTable):
             return (row.order,)
         if mode == "oldest":
             return (-row.order,)
-        if mode == "cpu":
-            return (-(row.cpu or 0.0), row.order)
+        if mode == "cpu":  # running jobs first: a finished one uses no CPU, whatever it last used
+            return (not row.running, -(row.cpu or 0.0), row.order)
         if mode == "memory":
-            return (-(row.rss or 0), row.order)
+            return (not row.running, -(row.rss or 0), row.order)
         if mode == "quiet":
             return (-(row.silence if row.silence is not None else -1), row.order)
         if mode == "status":
-            return (not row.running, row.label, row.order)
+            return (_status_rank(row), row.order)
         return (row.title.lower(), row.order)
 
     def resort(self, keep: str | None = None) -> None:
@@ -440,6 +449,14 @@ class JobsTable(DataTable):
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._emit_selected()
+
+
+def _status_rank(row: JobRow) -> int:
+    """The status sort, what needs a look first: waiting for input, running, failed (exited
+    non-zero, timed out, lost...), killed, exited 0."""
+    if row.running:
+        return 0 if row.waiting else 1
+    return {"killed": 3, "exited 0": 4}.get(row.label, 2)
 
 
 def _cpu_text(cpu: float | None) -> str:

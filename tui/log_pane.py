@@ -628,6 +628,10 @@ class LogPane(ScrollView, can_focus=True):
         self._programmatic = 0
         self.search_text = ""
         self.match_line: int | None = None
+        # a search the reader has not answered yet, and the steps pressed meanwhile (True:
+        # forward): each starts where the one before it landed, so three quick Downs move three
+        self._search_pending: tuple[int, str] | None = None  # (generation, query)
+        self._search_steps: list[bool] = []
         self.updates = 0  # repaint-causing messages handled (for tests and benches)
         self.resizes = 0  # virtual size changes: each one is a layout pass of the screen
 
@@ -1041,6 +1045,8 @@ class LogPane(ScrollView, can_focus=True):
         msg.stop()
         if msg.generation != self.generation:
             return
+        self._search_pending = None
+        steps, self._search_steps = self._search_steps, []
         if msg.line is None:
             self.post_message(self.Status(self, f"no more matches for {msg.query!r}"))
             self.app.bell()
@@ -1056,6 +1062,9 @@ class LogPane(ScrollView, can_focus=True):
         self._request(force=True)
         self.refresh()
         self.post_message(self.Status(self, f"match at line {msg.line + 1}"))
+        if steps:  # pressed while this search ran: the next starts from this match
+            self.search(msg.query, steps[0])
+            self._search_steps[:0] = steps[1:]
 
     # --- search ---------------------------------------------------------------------
 
@@ -1063,6 +1072,11 @@ class LogPane(ScrollView, can_focus=True):
         self.search_text = query
         if not query or self.reader is None:
             return
+        if self._search_pending == (self.generation, query):
+            self._search_steps.append(forward)
+            return
+        self._search_steps = []
+        self._search_pending = (self.generation, query)
         if self.match_line is not None:
             start = self.match_line
         else:

@@ -24,9 +24,9 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
-from .bars import DetailTitle, TopBar, one_line
+from .bars import DetailTitle, KeyFooter, TopBar, one_line
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
 from .exit_toasts import ExitToasts, summary
@@ -35,6 +35,7 @@ from .find import FilterBar, FindBox, JobSearch
 from .fullattach import full_attach
 from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
+from .keyroute import focus_now
 from .log_export import save_log, selected_text
 from .log_pane import LogPane
 from .messages import (
@@ -93,11 +94,12 @@ class MainScreen(Screen):
                 tooltip="type into the selected job: Enter sends a line, Ctrl-R raw, Ctrl-D EOF", id="focus_input"),
         Binding("slash", "search_jobs", "Search", key_display="/",
                 tooltip="search jobs by command, name or id", id="search_jobs"),
-        Binding("f", "toggle_finished", "Filter", tooltip="show running jobs only / all jobs", id="toggle_finished"),
+        Binding("f", "toggle_finished", "Finished", tooltip="show running jobs only / all jobs", id="toggle_finished"),
         Binding("H", "cycle_host", "Host", show=False,
                 tooltip="show one host's jobs: every host, this machine, each remote host", id="cycle_host"),
         Binding("o", "cycle_sort", "Sort",
-                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status, name", id="cycle_sort"),
+                tooltip="cycle the sort: newest, oldest, cpu, memory, quiet, status (waiting, running, failed, "
+                        "killed, exited 0), name", id="cycle_sort"),
         Binding("c", "copy_command", "Copy cmd", show=False, tooltip="copy the selected job's command",
                 id="copy_command"),
         Binding("C", "copy_id", "Copy id", show=False, tooltip="copy the selected job's id", id="copy_id"),
@@ -150,7 +152,7 @@ class MainScreen(Screen):
             yield FindBox(id="log-find")
             yield FilterBar(id="log-filter")
             yield InputBar(id="input")
-        yield Footer(show_command_palette=False)
+        yield KeyFooter(show_command_palette=False)
 
     @property
     def table(self) -> JobsTable:
@@ -177,7 +179,7 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
         self.log_pane.highlights = self.config.highlights
-        self.table.focus()
+        focus_now(self.table)  # keys typed while the dashboard starts wait for it (tui/keyroute.py)
         self.sampler = Sampler(self.registry, self, interval=self.sample_interval)
         self.sampler.start()
 
@@ -331,6 +333,14 @@ class MainScreen(Screen):
     def current_row(self) -> JobRow | None:
         return self.table.rows_by_id.get(self.selected) if self.selected else None
 
+    def _catch_up(self) -> None:
+        """Select the row the table's cursor is on now: the cursor moves at once, the selection
+        two messages later, and a key typed right behind an arrow (``↓k``) must act on the row
+        the arrow reached (tui/keyroute.py)."""
+        sid = self.table.current_id()
+        if sid is not None and sid != self.selected:
+            self.selected = sid
+
     def _show_row(self) -> None:
         """The detail title and the input bar follow the selected job's row."""
         row = self.current_row()
@@ -340,7 +350,10 @@ class MainScreen(Screen):
         title.rerun_as = max(reruns, key=lambda r: r.started).session_id if reruns else ""
         title.row = row
         title.terminal_open = self.terminal is not None
-        self.input_bar.set_class(row is not None and row.running and self.terminal is None, "shown")
+        shown = row is not None and row.running and self.terminal is None
+        if not shown and self.input_bar.has_focus_within:  # the job typed into has ended
+            focus_now(self.table)
+        self.input_bar.set_class(shown, "shown")
 
     # --- selection ----------------------------------------------------------------------
 
@@ -366,7 +379,13 @@ class MainScreen(Screen):
         self._show_row()
 
     @on(DataTable.RowSelected)
-    def _on_row_enter(self, message: DataTable.RowSelected) -> None:
+    def _on_row_clicked(self) -> None:
+        self.action_open_job()
+
+    def action_open_job(self) -> None:
+        """Enter on a job (or a click on the selected row): a PTY job's terminal pane, a pipe
+        job's input bar, a finished job's log."""
+        self._catch_up()
         row = self.current_row()
         if row is None:
             return
@@ -375,7 +394,7 @@ class MainScreen(Screen):
         elif row.running:
             self.action_focus_input()
         else:
-            self.log_pane.focus()
+            focus_now(self.log_pane)
 
     @on(LogPane.CopyLines)
     def _on_copy_lines(self, message: LogPane.CopyLines) -> None:
@@ -440,7 +459,7 @@ class MainScreen(Screen):
             self.notify("This job has no PTY: its output is in the log pane, type with i.", timeout=4)
             return
         if self.terminal is not None and self.terminal.session_id == row.session_id:
-            self.terminal.focus()
+            focus_now(self.terminal)
             return
         self._close_terminal(refocus=False)
         pane = TerminalPane(self.registry, row.session_id, id="terminal")
@@ -452,7 +471,7 @@ class MainScreen(Screen):
                     "[b]Ctrl-T[/] full screen · [b]Shift-PgUp[/] scroll back")
         hint.add_class("shown")
         self.query_one("#detail", Vertical).mount(pane, before=self.log_pane)
-        pane.focus()
+        focus_now(pane)
         self._show_row()
 
     def _close_terminal(self, refocus: bool = True) -> None:
@@ -462,7 +481,7 @@ class MainScreen(Screen):
         self.query_one("#term-hint", Static).remove_class("shown")
         self.log_pane.display = True
         if refocus:
-            self.table.focus()
+            focus_now(self.table)
         self._show_row()
 
     @on(TerminalPane.Leave)
@@ -500,6 +519,7 @@ class MainScreen(Screen):
         one (the `exited` toast)."""
         if changes and self._refused():
             return None
+        self._catch_up()
         row = self.current_row()
         if row is None:
             if missing:
@@ -598,6 +618,7 @@ class MainScreen(Screen):
     def action_new_job(self) -> None:
         if self._refused():
             return
+        self._catch_up()
         row = self.current_row()
         hosts = [(label, name) for label, name, _state in self.query_one(TopBar).hosts]
         host = row.host if row is not None else ""
@@ -713,20 +734,20 @@ class MainScreen(Screen):
 
     @on(JobSearch.Closed)
     def _search_closed(self) -> None:
-        self.table.focus()
+        focus_now(self.table)
 
     def action_focus_log(self) -> None:
-        (self.terminal or self.log_pane).focus()
+        focus_now(self.terminal or self.log_pane)
 
     def action_focus_input(self) -> None:
         typing = "Select a running job to type into it."
         if self._job_for(missing=typing, exited=typing) is None:
             return
         if self.terminal is not None:
-            self.terminal.focus()
+            focus_now(self.terminal)
             return
         self.input_bar.add_class("shown")
-        self.input_bar.line.focus()
+        focus_now(self.input_bar.line)
 
     def action_find_in_log(self) -> None:
         if self.terminal is not None:
@@ -743,12 +764,12 @@ class MainScreen(Screen):
     @on(FilterBar.Apply)
     def _filter(self, message: FilterBar.Apply) -> None:
         self.log_pane.start_filter(message.pattern, message.context)
-        self.log_pane.focus()
+        focus_now(self.log_pane)
 
     @on(FilterBar.Cleared)
     def _filter_cleared(self) -> None:
         self.log_pane.clear_filter()
-        self.log_pane.focus()
+        focus_now(self.log_pane)
 
     @on(FindBox.Find)
     def _find(self, message: FindBox.Find) -> None:
@@ -757,7 +778,7 @@ class MainScreen(Screen):
     @on(FindBox.Closed)
     def _find_closed(self) -> None:
         self.log_pane.clear_match()
-        self.log_pane.focus()
+        focus_now(self.log_pane)
 
     def action_find_next(self) -> None:
         self.log_pane.search(self.query_one(FindBox).value or self.log_pane.search_text, True)
@@ -770,7 +791,7 @@ class MainScreen(Screen):
         if self.search:
             box.action_clear()
         else:
-            self.table.focus()
+            focus_now(self.table)
 
 
 def _short_home(home: Path) -> str:

@@ -65,8 +65,6 @@ class KillProcessScreen(ConfirmScreen):
     DEFAULT_CSS = _DIALOG_CSS.format(name="KillProcessScreen") + """
     KillProcessScreen > Vertical { border: thick $error 80%; }
     """
-    BINDINGS = [Binding("y", "confirm", "Kill")]
-
     def __init__(self, process: dict) -> None:
         super().__init__()
         self.process = process
@@ -78,8 +76,8 @@ class KillProcessScreen(ConfirmScreen):
             yield Static("It gets SIGKILL: it ends at once, the rest of the job keeps running. "
                          "(s sends a gentler signal.)", classes="dim")
             with Horizontal(classes="buttons"):
-                yield Button("Cancel (n)", id="cancel", compact=True)
-                yield Button("Kill (y)", id="confirm", variant="error", compact=True)
+                yield Button("Cancel (Esc)", id="cancel", compact=True)
+                yield Button("Kill (Enter)", id="confirm", variant="error", compact=True)
 
 
 class TreeScreen(ModalScreen[None]):
@@ -95,7 +93,7 @@ class TreeScreen(ModalScreen[None]):
     TreeScreen #tree-summary { height: 1; color: $text-muted; }
     TreeScreen #tree-summary.error { color: $error; text-style: bold; }
     TreeScreen DataTable { height: 1fr; }
-    TreeScreen #tree-hint { height: 1; color: $text-muted; }
+    TreeScreen #tree-hint { height: auto; color: $text-muted; }  /* two lines at 80 columns */
     """
     BINDINGS = [
         Binding("k", "kill_process", "Kill", tooltip="kill the highlighted process (SIGKILL; asks first)",

@@ -632,6 +632,20 @@ class TerminalPane(Widget, can_focus=True):
         if idx is not None:
             idx.release()  # its pinned segments (a rotated-out one keeps its disk space while open)
 
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """Every key goes to the job (tui/keyroute.py asks before it runs a binding, the footer
+        before it shows one) except the priority keys of the app and the screen (Ctrl-Q
+        quits); the pane's own (Ctrl-], Ctrl-T, Shift-PgUp/PgDn) are checked before this."""
+        if key in self._passed_keys():
+            return False
+        if character is None and "+" not in key:
+            return True  # a key name without its character (the footer asks so): "slash", "f3"
+        return translate_key(key, character, self.engine.modes) is not None
+
+    def _passed_keys(self) -> set[str]:
+        return {key for node in (self.screen, self.app) for key, bindings in node._bindings.key_to_bindings.items()
+                if any(binding.priority for binding in bindings)}
+
     async def on_key(self, event: events.Key) -> None:
         self.live()  # any key returns to the live screen (and still goes to the job)
         data = translate_key(event.key, event.character, self.engine.modes)
