@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.widgets import Input, Label
 
 from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
+
 from .keyroute import focus_now
 
 __all__ = ["FilterBar", "FindBox", "JobSearch", "SearchBox"]
