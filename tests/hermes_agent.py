@@ -147,8 +147,14 @@ def last_json(proc: subprocess.Popen[str], timeout: float = 240) -> dict[str, ob
     return data
 
 
-def both(base: Path, code: str, timeout: float = 240, **extra: str) -> dict[str, dict[str, object]]:
-    """`code` run at the same time by a stock Hermes and one with the plugin, each in its own
-    installation under `base`: {"stock": what it printed last, "plugin": ...}."""
+def both(base: Path, code: str, timeout: float = 240, together: bool = True,
+         **extra: str) -> dict[str, dict[str, object]]:
+    """`code` run by a stock Hermes and one with the plugin, each in its own installation under
+    `base`: {"stock": what it printed last, "plugin": ...}. At the same time unless `together`
+    is false (Hermes' Docker environment reuses a running container of the same task and
+    profile across processes: two at once would share one)."""
+    if not together:
+        return {mode: last_json(Hermes(base / mode, plugin=mode == "plugin").start(code, **extra), timeout)
+                for mode in ("stock", "plugin")}
     procs = {mode: Hermes(base / mode, plugin=mode == "plugin").start(code, **extra) for mode in ("stock", "plugin")}
     return {mode: last_json(proc, timeout) for mode, proc in procs.items()}

@@ -432,9 +432,9 @@ def test_docker_sandbox_jobs_run_in_the_container(tmp_path, daemon):
     (docker://CONTAINER); Hermes' answers are those of stock Hermes."""
     config = {"TERMINAL_ENV": "docker", "TERMINAL_DOCKER_IMAGE": daemon.image, "TERMINAL_DOCKER_NETWORK": "false",
               "DOCKER_HOST": daemon.host, "TERMINAL_CWD": "/root"}
-    answers = both(tmp_path, DOCKER, **config)
+    answers = both(tmp_path, DOCKER, together=False, **config)
     stock, plugin = answers["stock"], answers["plugin"]
-    assert stock["jobs"] == [] and plugin["jobs"] == [plugin["sid"]]  # a job in the container
+    assert stock["jobs"] == [] and plugin["jobs"] == [plugin["sid"]], answers  # a job in the container
     assert plugin["wait"]["exit_code"] == 5 and "in-the-container" in plugin["wait"]["output"]
     for side in (stock, plugin):
         for key in ("jobs", "sid"):

@@ -105,11 +105,7 @@ async def test_a_hosts_jobs_their_times_and_a_terminal(registry, box):
 def test_the_browser_view_shows_every_hosts_jobs(request, monkeypatch, tmp_path):
     """`hermes-procs web` serves the same dashboard: the hosts jobs were started on from this
     home (a container and an ssh host) show with their jobs."""
-    if not os.access("/usr/bin/chromium", os.X_OK):
-        pytest.skip("/usr/bin/chromium missing (tools/system-deps.sh installs it when run as root)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra) is not installed")
-    from test_web_browser import CHROMIUM, CHROMIUM_ARGS, Screen
-    from webserver import Served
+    from webserver import Screen, Served, chromium
 
     hosts = [container(request, monkeypatch)]
     if not sshd.available():
@@ -122,13 +118,10 @@ def test_the_browser_view_shows_every_hosts_jobs(request, monkeypatch, tmp_path)
         assert started.returncode == 0, started.stderr
     served = Served(home)
     try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        with chromium() as browser:
             page = browser.new_page(viewport={"width": 1400, "height": 800})
             screen = Screen(page)
             page.goto(f"http://127.0.0.1:{served.port}/?token={served.token}")
-            page.click("body")
             screen.wait_for(*(f"remote-job-{i}" for i in range(len(hosts))), *(b.short for b in hosts), timeout=60)
-            browser.close()
     finally:
         served.stop()
