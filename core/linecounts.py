@@ -28,9 +28,11 @@ import os
 import struct
 from bisect import bisect_left, bisect_right
 
+from .text import looks_plain
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
 __all__ = ["NAME", "STEP", "LineCounts"]
 
@@ -41,6 +43,8 @@ RECORD = struct.Struct("<QQ")
 WINDOW = 64 * 1024  # bytes read at a time when walking or counting lines
 MAX_FILE = 64 << 20  # bytes of lines.idx read (4 M records: 4 TiB of output); larger is rewritten
 COMPACT_AFTER = 4096  # records before the first retained byte kept before the file is rewritten
+PLAIN = 1 << 63  # in a record's count: the bytes since the previous record are plain (text.looks_plain)
+COUNT = PLAIN - 1
 _FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -61,7 +65,8 @@ class LineCounts:
         if not records:
             records, self.fresh = [(base, 0)], True
         self.offsets = [o for o, _ in records]
-        self.counts = [c for _, c in records]
+        self.counts = [c & COUNT for _, c in records]
+        self.plain_flags = [bool(c & PLAIN) for _, c in records]  # the span before each record is plain
         self._lines: int | None = None
         self._at_end: int | None = None
         self.at_base = self.counts[bisect_left(self.offsets, base)]
@@ -174,6 +179,18 @@ class LineCounts:
             n, hi = n - here, start
         return -1
 
+    def plain(self, start: int, end: int) -> bool:
+        """Whether the bytes between absolute ``start`` and ``end`` are known to be plain
+        (text.looks_plain: what the counts of their spans noted); False when not known."""
+        i = bisect_right(self.offsets, start)
+        while i < len(self.offsets):
+            if not self.plain_flags[i]:
+                return False
+            if self.offsets[i] >= end:
+                return True
+            i += 1
+        return False
+
     def _ends_with_newline(self) -> bool:
         return self.end > self.base and self.read(self.end - 1, self.end) == b"\n"
 
@@ -187,12 +204,17 @@ class LineCounts:
             nxt = self._next_boundary(last)
             if nxt > upto or (until_count is not None and self.counts[-1] >= until_count):
                 break
-            count = self.counts[-1] + self.read(last, nxt).count(b"\n")
+            data = self.read(last, nxt)
             self.offsets.append(nxt)
-            self.counts.append(count)
+            self.counts.append(self.counts[-1] + data.count(b"\n"))
+            self.plain_flags.append(looks_plain(data))
             last, added = nxt, True
         if added:
             self._store()
+
+    def _fields(self) -> Iterator[tuple[int, int]]:
+        for offset, count, plain in zip(self.offsets, self.counts, self.plain_flags):
+            yield offset, count | (PLAIN if plain else 0)
 
     def _next_boundary(self, offset: int) -> int:
         step = (offset // STEP + 1) * STEP
@@ -214,20 +236,22 @@ class LineCounts:
         if not data.startswith(MAGIC):
             return []
         records: list[tuple[int, int]] = []
-        for offset, count in RECORD.iter_unpack(data[len(MAGIC):len(data) - (len(data) - len(MAGIC)) % RECORD.size]):
-            if records and not (offset > records[-1][0] and 0 <= count - records[-1][1] <= offset - records[-1][0]):
+        for offset, field in RECORD.iter_unpack(data[len(MAGIC):len(data) - (len(data) - len(MAGIC)) % RECORD.size]):
+            count = field & COUNT
+            if records and not (offset > records[-1][0] and 0 <= count - (records[-1][1] & COUNT) <= offset - records[-1][0]):
                 break  # damaged from here: keep what came before
             if offset > self.end:
                 break  # counted by a reader that saw more of the log than this snapshot
-            records.append((offset, count))
-        if not records or records[0][0] > self.base or records[0][1] != 0:
+            records.append((offset, field))
+        if not records or records[0][0] > self.base or records[0][1] & COUNT:
             return []
         at = bisect_left(records, (self.base, 0))
         if at == len(records) or records[at][0] != self.base:
             return []  # the count at the first retained byte was never taken: start again there
         if at > COMPACT_AFTER:  # records of output long dropped: start the file at the first retained byte
             self.fresh = True
-            return [(offset, count - records[at][1]) for offset, count in records[at:]]
+            at_base = records[at][1] & COUNT
+            return [(offset, field - at_base) for offset, field in records[at:]]
         return records
 
     def _store(self) -> None:
@@ -253,7 +277,7 @@ class LineCounts:
                     or (size - len(MAGIC)) % RECORD.size):
                 return  # rewritten from another origin meanwhile, or left odd: not ours to extend
             last = RECORD.unpack(tail)[0]
-            new = [RECORD.pack(o, c) for o, c in zip(self.offsets, self.counts) if o > last]
+            new = [RECORD.pack(o, c) for o, c in self._fields() if o > last]
             if new:
                 os.pwrite(fd, b"".join(new), size)
         finally:
@@ -263,7 +287,7 @@ class LineCounts:
         tmp = f"{self.path}.new-{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _FLAGS, 0o600)
         try:
-            os.write(fd, MAGIC + b"".join(RECORD.pack(o, c) for o, c in zip(self.offsets, self.counts)))
+            os.write(fd, MAGIC + b"".join(RECORD.pack(o, c) for o, c in self._fields()))
         finally:
             os.close(fd)
         os.replace(tmp, self.path)

@@ -12,6 +12,7 @@ import pytest
 
 from hermes_procs.core import linecounts, logstore
 from hermes_procs.core.logstore import read_lines
+from hermes_procs.core.text import looks_plain
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +51,11 @@ def _check(jobdir: Path, retained: bytes, base: int, rng: random.Random) -> None
         for first in {0, 1, total // 2, max(0, total - 3), total - 1, total, rng.randrange(total + 1)}:
             for count in (1, 2, 7):
                 assert counts.spans(first, count) == spans[max(0, first):max(0, first) + count], (first, count)
+        for _ in range(30):
+            a = base + rng.randrange(len(retained) + 1)
+            b = min(base + len(retained), a + rng.randrange(300))
+            if counts.plain(a, b):  # never claimed for bytes that are not
+                assert looks_plain(retained[a - base:b - base])
         for offset in range(base, base + len(retained) + 1):
             assert counts.newlines(offset) == retained.count(b"\n", 0, offset - base)
             assert counts.line_at(offset) == (total if offset >= base + len(retained)
@@ -86,6 +92,21 @@ def test_counts_match_counting_as_the_log_grows_and_rotates(tmp_path: Path) -> N
     offsets = [linecounts.RECORD.unpack_from(body, i)[0] for i in range(0, len(body), 16)]
     assert dropped > 0 and offsets[0] == dropped  # records of dropped output were let go
     assert linecounts.RECORD.unpack_from(body, 0)[1] == 0
+
+
+def test_the_counts_note_which_spans_are_plain(tmp_path: Path) -> None:
+    d = _job(tmp_path)
+    (d / "output.log").write_bytes(b"plain line\n" * 100 + b"\x1b[31mred\x1b[0m\n" + b"plain again\n" * 100)
+    with logstore.snapshot(d) as layout:
+        counts = logstore.line_counts(d, layout)
+        assert not counts.plain(0, 50)  # nothing counted yet: not known
+        counts.newlines(layout.end)
+        assert counts.plain(0, 1000) and counts.plain(1200, 2000)
+        assert not counts.plain(1000, 1200)  # the escape sequence at 1100
+        assert not counts.plain(1200, layout.end)  # the last span was not counted
+    with logstore.snapshot(d) as layout:  # the same from the stored file
+        counts = logstore.line_counts(d, layout)
+        assert counts.plain(0, 1000) and not counts.plain(1000, 1200)
 
 
 def test_read_lines_from_counts_matches_a_fresh_count(tmp_path: Path) -> None:

@@ -1,0 +1,81 @@
+"""The block search (core/search.py, core/linefind.py) finds what matching each line's text
+alone finds: random logs (escapes, ``\\r`` redraws, long lines, blocks of a few bytes) and
+patterns (literals, classes, anchors, branches, empty matches), with RE2 and with the worker."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from hermes_procs.core import linecounts, search
+from hermes_procs.core.search import LINE_CHARS, Collector, search_log
+from hermes_procs.core.text import to_text
+from hermes_procs.core.userregex import compile_user
+
+PATTERNS = [
+    "ERROR", "abc", "x{3}", r"\bERROR\b", r"id=9+[0-9]", "^a", "c$", "^$", "a|zz", "(ab|xy)z",
+    r"\d\d", r"[^a ]{4}", ".*", "b*", r"a\s+b", r"ERROR\s", "Err(?:or)?", "a.c", r"^\w+ \w+$",
+    "(?i)error", "xyz|ERROR|id=", r"[a-c]{2,}z",
+]
+
+
+def _random_log(rng: random.Random, n: int) -> bytes:
+    words = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b[0m", b"\r", b"12",
+             b"\xe2\x86\x92", b"\xff", b"z", b"\t"]
+    lines = []
+    for _ in range(n):
+        size = 0 if rng.random() < 0.1 else rng.randint(1, 8) if rng.random() < 0.95 else rng.randint(50, 200)
+        lines.append(b"".join(rng.choice(words) for _ in range(size)))
+    return b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
+
+
+def _expected(data: bytes, pattern: str, ignore_case: bool, context: int, limit: int) -> tuple[list, int]:
+    raws = data.split(b"\n")
+    if raws[-1] == b"":
+        raws.pop()  # the log ends with a line end (or is empty): no line after it
+    lines = [to_text(raw) for raw in raws]
+    regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    hits = [i for i, line in enumerate(lines) if regex.search(line)]
+    cut = [line[:LINE_CHARS] for line in lines]
+    return [{"line_no": i, "line": cut[i], "before": cut[max(0, i - context):i], "after": cut[i + 1:i + 1 + context]}
+            for i in hits[:limit]], len(hits)
+
+
+@pytest.mark.parametrize("engine", ["re2", "re"])
+def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch, engine: str) -> None:
+    monkeypatch.setattr(search, "CHUNK", 64)  # blocks of a few lines, long lines in pieces
+    monkeypatch.setattr(search, "LONG_LINE", 1 << 20)
+    monkeypatch.setattr(linecounts, "STEP", 97)
+    if engine == "re":
+        monkeypatch.setenv("HERMES_PROCS_REGEX_ENGINE", "re")
+    rng = random.Random(26)
+    for round_ in range(12 if engine == "re2" else 3):
+        jobdir = tmp_path / f"job{round_}"
+        jobdir.mkdir()
+        data = _random_log(rng, rng.randint(1, 120))
+        (jobdir / "output.log").write_bytes(data)
+        for pattern in PATTERNS:
+            ignore_case = rng.random() < 0.2
+            context, limit = rng.choice([0, 1, 3]), rng.choice([1, 5, 1000])
+            with compile_user(pattern, ignore_case=ignore_case) as regex:
+                assert regex.engine == engine
+                out = Collector(limit)
+                total = search_log(jobdir, regex, context, out)
+            want, want_total = _expected(data, pattern, ignore_case, context, limit)
+            assert (out.matches, total) == (want, want_total), (pattern, data)
+
+
+def test_a_literal_that_keeps_missing_gives_way_to_the_whole_pattern(tmp_path: Path) -> None:
+    """``aaa`` occurs on every line but ``aaab`` on one line in a thousand: the answer is the same
+    whether the finder keeps the literal or goes back to the whole pattern."""
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    data = b"".join(b"aaab %d\n" % i if i % 1000 == 7 else b"aaa %d\n" % i for i in range(20000))
+    (jobdir / "output.log").write_bytes(data)
+    with compile_user("a{3}b") as regex:
+        out = Collector(1000)
+        assert search_log(jobdir, regex, 0, out) == 20
+    assert [m["line_no"] for m in out.matches] == list(range(7, 20000, 1000))
