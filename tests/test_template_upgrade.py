@@ -54,7 +54,7 @@ def install(site: Path, mark: str) -> None:
     pkg = site / "hermes_procs"
     shutil.rmtree(pkg, ignore_errors=True)
     skip = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(ROOT / "hermes_procs", pkg, ignore=skip)
+    shutil.copytree(ROOT / "src" / "hermes_procs", pkg, ignore=shutil.ignore_patterns("__pycache__", "core", "cli", "tui"))
     shutil.copytree(CORE, pkg / "core", ignore=skip)
     supervisor = pkg / "core" / "supervisor.py"
     source = supervisor.read_text()

@@ -37,7 +37,7 @@ def _loaded_after_importing(package: str, folder: Path, prefixes: tuple[str, ...
 
 
 def test_import_paths_match_folders():
-    for package, folder in ((hermes_procs, "hermes_procs"), (hermes_procs.core, "core"),
+    for package, folder in ((hermes_procs, "src/hermes_procs"), (hermes_procs.core, "core"),
                             (hermes_procs.cli, "cli"), (hermes_procs.tui, "tui")):
         assert Path(package.__file__).resolve().parent == ROOT / folder
 

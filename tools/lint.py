@@ -31,7 +31,9 @@ SUBPACKAGES = ("core", "cli", "tui")
 def build_tree() -> None:
     """build/lint/hermes_procs: the top-level package with core/, cli/ and tui/ inside it."""
     shutil.rmtree(TREE, ignore_errors=True)
-    shutil.copytree(ROOT / "hermes_procs", PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "src" / "hermes_procs", PACKAGE, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+    for name in SUBPACKAGES:
+        (PACKAGE / name).unlink()
     for name in SUBPACKAGES:
         shutil.copytree(ROOT / name, PACKAGE / name, ignore=shutil.ignore_patterns("__pycache__"))
     write_plain_stubs()
