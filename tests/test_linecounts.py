@@ -1,4 +1,4 @@
-"""lines.idx (core/linecounts.py): line numbers from kept counts give the same answers as
+"""lines.idx (core/registry/linecounts.py): line numbers from kept counts give the same answers as
 counting, across appends, rotations, damaged or planted files."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core import linecounts, logstore
-from hermes_procs.core.logstore import read_lines
-from hermes_procs.core.text import looks_plain
+from hermes_procs.core.registry import linecounts, logstore
+from hermes_procs.core.registry.logstore import read_lines
+from hermes_procs.core.supervisor.text import looks_plain
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The block search (core/search.py, core/linefind.py) finds what matching each line's text
+"""The block search (core/registry/search.py, core/registry/linefind.py) finds what matching each line's text
 alone finds: random logs (escapes, ``\\r`` redraws, long lines, blocks of a few bytes) and
 patterns (literals, classes, anchors, branches, empty matches), with RE2 and with the worker."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core import linecounts, search
-from hermes_procs.core.search import LINE_CHARS, Collector, search_log
-from hermes_procs.core.text import to_text
-from hermes_procs.core.userregex import compile_user
+from hermes_procs.core.registry import linecounts, search
+from hermes_procs.core.registry.search import LINE_CHARS, Collector, search_log
+from hermes_procs.core.supervisor.text import to_text
+from hermes_procs.core.registry.userregex import compile_user
 
 PATTERNS = [
     "ERROR", "abc", "x{3}", r"\bERROR\b", r"id=9+[0-9]", "^a", "c$", "^$", "a|zz", "(ab|xy)z",
