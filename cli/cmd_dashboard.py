@@ -64,7 +64,7 @@ def _check_host() -> None:
     host = os.environ.get("HERMES_PROCS_HOST")
     if host in (None, "", "local"):
         return
-    from hermes_procs.core.remote.client import parse_host
+    from hermes_procs.core.remote.address import parse_host
     from hermes_procs.core.remote.config import ConfigError, host_aliases
 
     try:

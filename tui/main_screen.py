@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -58,8 +58,14 @@ from .sparklines import TrendBar
 from .terminal import TerminalPane
 
 if TYPE_CHECKING:
-    from .app import HermesApp
     from .config import Config
+
+
+class _Dashboard(Protocol):
+    """What the screen takes of its app (app.HermesApp, which shows it)."""
+
+    config: Config
+    files: Files
 
 __all__ = ["MainScreen"]
 
@@ -169,12 +175,12 @@ class MainScreen(Screen):
     @property
     def config(self) -> Config:
         """The dashboard's configuration (tui/config.py): keys, highlights, notify, theme."""
-        return cast("HermesApp", self.app).config
+        return cast("_Dashboard", self.app).config
 
     @property
     def files(self) -> Files:
         """Where the dashboard writes files on this machine (tui/files.py; refuses when read-only)."""
-        return cast("HermesApp", self.app).files
+        return cast("_Dashboard", self.app).files
 
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)

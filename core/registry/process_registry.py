@@ -144,6 +144,17 @@ def _umask() -> int:
     return mask
 
 
+# Who answers `ProcessRegistry(host=URL)` for another machine: core/remote/ (RemoteRegistry),
+# plugged in by hermes_procs.core's __init__, so that this room never imports the one above it.
+_remote: Callable[[str, str | os.PathLike[str] | None], object] | None = None
+
+
+def plug_remote(factory: Callable[[str, str | os.PathLike[str] | None], object]) -> None:
+    """Set what `ProcessRegistry(host=URL)` returns for a remote host (hermes_procs.core does)."""
+    global _remote
+    _remote = factory
+
+
 class ProcessRegistry:
     """Durable background jobs under a state home; docs/api.md describes every method."""
 
@@ -154,11 +165,11 @@ class ProcessRegistry:
         None, "" or "local": this machine."""
         host = os.environ.get("HERMES_PROCS_HOST") if host is None else host
         if cls is ProcessRegistry and host not in (None, "", "local"):
-            from ..remote.client import RemoteRegistry
-
-            # a stand-in, not a subclass: it answers every ProcessRegistry method (its __getattr__
-            # forwards them to the host), so callers hold it as one
-            return cast("ProcessRegistry", RemoteRegistry(host, home))
+            if _remote is None:
+                raise ValueError(f"remote hosts are not available here: {host}")
+            # a stand-in, not a subclass: it answers every ProcessRegistry method, so callers
+            # hold it as one
+            return cast("ProcessRegistry", _remote(host, home))
         return super().__new__(cls)
 
     def __init__(self, home: str | os.PathLike[str] | None = None, host: str | None = None) -> None:
@@ -390,7 +401,7 @@ class ProcessRegistry:
         if offset is not None:
             raise BadInput("give offset or since, not both")
         try:
-            result = timeline.read_since(job.dir, since, min(limit, 100_000))
+            result = timeline.read_since(job.dir, since, min(limit, 100_000), logstore.read_lines)
         except ValueError as exc:
             raise BadInput(str(exc)) from None
         return {"status": job.status, "session_id": job.session_id, **result}

@@ -6,7 +6,7 @@ The dashboard holds one `HostSet`: `list()` merges the jobs of every host (each 
 known rows, marked `host_state: "unreachable"`, instead of its jobs turning `lost`.
 
 Which hosts: those named with `--host`, the `[hosts]` of the config file, and every host a job
-was started on from this machine (remembered in `<home>/remote-hosts.json` by `remember`).
+was started on from this machine (remembered in `<home>/remote-hosts.json`: core/remote/remembered.py).
 
 Remote jobs' logs are mirrored on demand into `<home>/mirror/<host>/<id>/output.log` (only
 for jobs someone looks at: `log_files` starts a mirror), so the log pane's on-disk line index
@@ -17,36 +17,19 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import json
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from ..registry.paths import ensure_private_dir, resolve_home, write_json_atomic
+from ..registry.paths import ensure_private_dir
 from ..registry.process_registry import ProcessRegistry
 from ..supervisor import timeline
+from .remembered import remembered
 
-KNOWN = "remote-hosts.json"
 MIRROR_EVERY = 0.25  # seconds between mirror refreshes of a running remote job
 LIST_BUDGET = 1.0  # seconds list() waits for a remote host before showing its last rows
-
-
-def remember(url: str, home: str | os.PathLike[str] | None = None) -> None:
-    """Note that a job was started on `url` (the dashboard of this machine then shows it)."""
-    path = ensure_private_dir(resolve_home(home)) / KNOWN
-    hosts = remembered(home)
-    if url not in hosts:
-        write_json_atomic(path, {"hosts": [*hosts, url][-50:]})
-
-
-def remembered(home: str | os.PathLike[str] | None = None) -> list[str]:
-    try:
-        data = json.loads((resolve_home(home) / KNOWN).read_text())
-        return [h for h in data.get("hosts", []) if isinstance(h, str)]
-    except (OSError, ValueError, AttributeError):
-        return []
 
 
 def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike[str] | None = None) -> list[str]:
@@ -69,7 +52,7 @@ def dashboard_registry(home: str | os.PathLike[str] | None = None, hosts: list[s
     remote hosts of `hosts`, $HERMES_PROCS_HOST, the config file's [hosts] and the remembered
     ones; the plain local registry when there are none. Raises ValueError for a bad explicit
     host (a host from the config or the memory that is broken shows as `invalid` instead)."""
-    from .client import parse_host
+    from .address import parse_host
     from .config import ConfigError, host_aliases
 
     explicit = [h for h in [*(hosts or []), os.environ.get("HERMES_PROCS_HOST") or ""] if h and h != "local"]
@@ -82,17 +65,6 @@ def dashboard_registry(home: str | os.PathLike[str] | None = None, hosts: list[s
     local = ProcessRegistry(home=home, host="local")
     remote = configured_hosts(explicit, home)
     return HostSet(local, remote) if remote else local
-
-
-def forget(url: str, home: str | os.PathLike[str] | None = None) -> bool:
-    """Stop showing a remembered host (its jobs keep running there). False: it was not remembered."""
-    hosts = remembered(home)
-    label = url.split("?", 1)[0]
-    kept = [h for h in hosts if h != url and h.split("?", 1)[0] != label]
-    if kept == hosts:
-        return False
-    write_json_atomic(ensure_private_dir(resolve_home(home)) / KNOWN, {"hosts": kept})
-    return True
 
 
 class HostSet:
