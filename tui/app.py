@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.remote.hosts import dashboard_registry
 from hermes_procs.core.supervisor.text import safe_line, safe_text
 
@@ -51,7 +51,7 @@ class HermesApp(App):
         Binding("question_mark", "help", "Help", key_display="?", tooltip="this key map", id="help"),
     ]
 
-    def __init__(self, registry: ProcessRegistry | None = None, *, home: str | None = None,
+    def __init__(self, registry: Registry | None = None, *, home: str | None = None,
                  sample_interval: float = 1.0, home_label: str | None = None,
                  config: Config | None = None, read_only: bool = False) -> None:
         """`read_only` (`hermes-procs web --read-only`): the registry itself refuses every change

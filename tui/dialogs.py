@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.registry.model import SENDABLE_SIGNALS
 
 from .keyroute import TypeAheadGuard, focus_now
@@ -90,7 +91,7 @@ class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
     """
     BINDINGS = [Binding("escape,n", "cancel", "Cancel")]
 
-    def __init__(self, registry: Any, job: Any, on_confirm: Callable[[], None] | None = None) -> None:
+    def __init__(self, registry: Registry, job: Any, on_confirm: Callable[[], None] | None = None) -> None:
         """`on_confirm` runs when the kill is confirmed, before it starts."""
         super().__init__()
         self.registry = registry

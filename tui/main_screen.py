@@ -26,6 +26,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from hermes_procs.core.registry.interface import Registry
+
 from .bars import DetailTitle, KeyFooter, TopBar, one_line
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
@@ -128,7 +130,7 @@ class MainScreen(Screen):
     host_filter: reactive[str] = reactive("")  # "": every host, "local", or a remote host's label
     selected: reactive[str | None] = reactive(None, init=False)
 
-    def __init__(self, registry, *, sample_interval: float = 1.0, home_label: str | None = None) -> None:
+    def __init__(self, registry: Registry, *, sample_interval: float = 1.0, home_label: str | None = None) -> None:
         super().__init__()
         self.registry = registry
         self.sample_interval = sample_interval
@@ -800,7 +802,7 @@ class MainScreen(Screen):
             focus_now(self.table)
 
 
-def _short_home(home: Path) -> str:
-    s = str(home)
+def _short_home(home: os.PathLike[str] | str) -> str:
+    s = os.fspath(home)
     user = os.path.expanduser("~")
     return "~" + s[len(user):] if user != "/" and s.startswith(user) else s

@@ -12,7 +12,6 @@ the exact process that was shown.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -22,6 +21,8 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
+
+from hermes_procs.core.registry.interface import Registry
 
 from .bars import one_line
 from .dialogs import _DIALOG_CSS, JOB_SIGNALS, ConfirmScreen, SignalScreen
@@ -118,7 +119,7 @@ class TreeScreen(ModalScreen[None]):
             super().__init__()
             self.process, self.sig, self.result = process, sig, result
 
-    def __init__(self, registry: Any, job: JobRow, host_name: str = "") -> None:
+    def __init__(self, registry: Registry, job: JobRow, host_name: str = "") -> None:
         super().__init__()
         self.registry = registry
         self.job = job

@@ -25,10 +25,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from textual.message import Message
 
+from hermes_procs.core.registry.interface import HostsView, Registry, Result, Rows
 from hermes_procs.core.registry.model import parse_time
 from hermes_procs.core.supervisor.text import safe_line, safe_text
 
@@ -125,7 +126,7 @@ class Sampler(threading.Thread):
 
     def __init__(
         self,
-        registry: Any,
+        registry: Registry,
         target: Any,
         *,
         interval: float = 1.0,
@@ -237,7 +238,7 @@ class Sampler(threading.Thread):
         hosts: list[dict[str, Any]] = []
         if self._remotes:
             try:
-                hosts = self.registry.host_states()
+                hosts = cast("HostsView", self.registry).host_states()  # _remotes: a HostSet
             except Exception:
                 pass
         return SnapshotData(
@@ -252,7 +253,7 @@ class Sampler(threading.Thread):
             trend=trend,
         )
 
-    def _list(self) -> list[dict[str, Any]]:
+    def _list(self) -> Rows | Result:
         """``registry.list()``, skipped while nothing can have changed: no job was running at
         the last sample and the jobs folder (where a new job appears) and events.jsonl are
         untouched; only the rows on screen while nothing changed but hundreds of jobs run."""
@@ -267,6 +268,8 @@ class Sampler(threading.Thread):
         if unchanged and last is not None and running >= self.PARTIAL_FROM and recent:
             return self._partial(last, now)
         jobs = self.registry.list()
+        if not isinstance(jobs, list):  # an error dict: sample() shows it, the last list stays
+            return jobs
         self._last_list, self._last_stamp, self._last_list_at = jobs, stamp, now
         self._last_full_at = now
         return jobs

@@ -40,6 +40,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from hermes_procs.core.registry import logstore
+from hermes_procs.core.registry.interface import Registry
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
 from .log_pane import render_raw_line
@@ -54,7 +55,7 @@ MAX_PENDING = 4 * 1024 * 1024  # bytes waiting for the UI before the oldest are 
 NUDGE_DELAY = 0.15  # seconds between the two halves of the resize nudge
 
 
-def _read_tail(registry, session_id: str, end: int | None, limit: int = TAIL_BYTES) -> bytes:
+def _read_tail(registry: Registry, session_id: str, end: int | None, limit: int = TAIL_BYTES) -> bytes:
     """Up to ``limit`` bytes of the job's output ending at absolute offset ``end`` (None:
     the end of the log): what came before a live stream that starts at ``end``."""
     try:

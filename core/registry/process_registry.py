@@ -29,6 +29,7 @@ from ..supervisor.bounds import MAX_SECONDS, BadNumber, seconds, terminal_size, 
 from ..supervisor.bounds import setting as _setting
 from . import events, listindex, logstore, processes, protocol, wait_until
 from .envsafe import child_env, shell_argv
+from .interface import Registry
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
 from .paths import (
@@ -155,7 +156,7 @@ def plug_remote(factory: Callable[[str, str | os.PathLike[str] | None], object])
     _remote = factory
 
 
-class ProcessRegistry:
+class ProcessRegistry(Registry):
     """Durable background jobs under a state home; docs/api.md describes every method."""
 
     remote = False
@@ -174,8 +175,8 @@ class ProcessRegistry:
 
     def __init__(self, home: str | os.PathLike[str] | None = None, host: str | None = None) -> None:
         """Raises paths.HomeError (a ValueError, one clear line) for a home that is unsafe to use."""
-        self.home = ensure_private_dir(resolve_home(home))
-        self.jobs_dir = ensure_private_dir(self.home / "jobs")
+        self._home = ensure_private_dir(resolve_home(home))
+        self.jobs_dir = ensure_private_dir(self._home / "jobs")
         self._supervisors: list[subprocess.Popen[bytes]] = []
         self._index: dict[str, dict[str, Any]] = {}  # finished jobs' list rows (listindex.py)
         self._index_key: tuple[int, int, int] | None = None
@@ -184,6 +185,11 @@ class ProcessRegistry:
         self._cpu = stats.CpuMeter()
         self._process_rows = processes.ProcessRows()
         self._seen: dict[str, dict[str, Any]] = {}  # running jobs' write-once files and log tail (_list_row)
+
+    @property
+    def home(self) -> Path:
+        """The state home (a private folder: docs/internals.md "State home")."""
+        return self._home
 
     # ---- lookup ------------------------------------------------------------------------
     def _job(self, session_id: str) -> Job:

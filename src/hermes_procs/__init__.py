@@ -9,7 +9,10 @@ with the dashboard plugged in, so that cli/ and tui/ never import each other.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_procs.core.registry.interface import Registry
 
 __version__ = "0.1.0"
 
@@ -31,13 +34,13 @@ class _Dashboard:
                      max_sessions=max_sessions)
 
     @staticmethod
-    def start_demo(registry: Any) -> list[dict[str, Any]]:
+    def start_demo(registry: Registry) -> list[dict[str, Any]]:
         from hermes_procs.tui.demo import start_demo  # stdlib only: no Textual
 
         return start_demo(registry)
 
     @staticmethod
-    def stop_demo(registry: Any) -> list[dict[str, Any]]:
+    def stop_demo(registry: Registry) -> list[dict[str, Any]]:
         from hermes_procs.tui.demo import stop_demo
 
         return stop_demo(registry)
