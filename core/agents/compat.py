@@ -55,7 +55,8 @@ from .compat_secrets import SecretValues
 from .compat_session import PERSISTED, ROUTE_KEYS, ProcessSession, format_process_notification
 
 if TYPE_CHECKING:
-    from ..registry.process_registry import Interrupt, ProcessRegistry
+    from ..registry.interface import Interrupt
+    from ..registry.process_registry import ProcessRegistry
 
 T = TypeVar("T")
 
