@@ -281,7 +281,7 @@ async def test_kill_dialog_shows_survivors(registry):
         await pilot.press("k")
         await until(pilot, lambda: isinstance(app.screen, KillScreen))
         # the result a failed kill returns (unkillable processes cannot be made on purpose here)
-        app.screen._killed({"status": "error", "survivors": [4242, 4343],
+        app.screen.show_result({"status": "error", "survivors": [4242, 4343],
                             "error": "could not kill 2 process(es) of the job: [4242, 4343]"})
         await pilot.pause(0.05)
         status = str(app.screen.query_one("#kill-status").render())

@@ -30,30 +30,15 @@ from typing import Any, cast
 from textual.message import Message
 
 from hermes_procs.core.registry.interface import HostsView, Registry, Result, Rows
-from hermes_procs.core.registry.model import parse_time
+from hermes_procs.core.registry.model import JobInfo, parse_time
 from hermes_procs.core.supervisor.text import safe_line, safe_text
 
 from .trends import Trend, TrendRecorder
 
-__all__ = ["JobRow", "Sampler", "status_label"]
+__all__ = ["JobRow", "Sampler"]
 
 
 # --- rows ---------------------------------------------------------------------------------
-
-
-def status_label(job: dict[str, Any]) -> str:
-    """``running``, ``exited N``, ``killed``, ``timed out``, ``lost``."""
-    status = job.get("status")
-    if status == "running":
-        return "running"
-    if status != "exited":
-        return str(status or "unknown")  # e.g. "corrupt"
-    reason = job.get("completion_reason") or "exited"
-    if reason == "exited":
-        code = job.get("exit_code")
-        return f"exited {code}" if code is not None else "exited"
-    return reason.replace("_", " ")
-
 
 @dataclass(frozen=True, slots=True)
 class JobRow:
@@ -66,7 +51,7 @@ class JobRow:
     pid: int | None
     pty: bool
     status: str  # "running" or "exited"
-    label: str  # status_label()
+    label: str  # JobInfo.label: the one wording of a status ("exited 3", "killed", ...)
     exit_code: int | None
     started: float  # epoch seconds
     uptime: float  # seconds (run time so far, or total run time when exited)
@@ -330,7 +315,7 @@ class Sampler(threading.Thread):
             pid=job.get("pid"),
             pty=bool(job.get("pty")),
             status="running" if running else "exited",
-            label="unreachable" if unreachable and running else status_label(job),
+            label="unreachable" if unreachable and running else JobInfo.from_dict(job).label(),
             exit_code=job.get("exit_code"),
             started=parse_time(job.get("started_at")),
             uptime=float(job.get("uptime_seconds") or 0.0),
