@@ -10,8 +10,8 @@ stub per such sibling that re-exports the package module (`wire.pyi`: `from
 hermes_procs.core.supervisor.wire import ...`), so both spellings are checked as the same code.
 
 The size rule: no function over MAX_FUNCTION lines and no class over MAX_CLASS lines in product
-code (core/, cli/, tui/, src/), unless a `# size: <why>` comment stands on the line above it (or
-above its decorators).
+code (core/, cli/, tui/, src/), unless the comment right above it (or above its decorators) says
+why, in a line starting `# size:`.
 """
 
 from __future__ import annotations
@@ -73,6 +73,16 @@ def write_plain_stubs() -> None:
         (PLAIN / f"{name}.pyi").write_text(stub)
 
 
+def _says_why(lines: list[str], first: int) -> bool:
+    """Whether the comment lines right above line `first` (1-based) hold a `# size:` reason."""
+    i = first - 2
+    while i >= 0 and lines[i].strip().startswith("#"):
+        if lines[i].strip().startswith(SIZE_MARK):
+            return True
+        i -= 1
+    return False
+
+
 def oversized(path: Path) -> Iterator[str]:
     """`path:line: what` for each function or class of `path` over the size rule without a reason."""
     source = path.read_text()
@@ -86,7 +96,7 @@ def oversized(path: Path) -> Iterator[str]:
             continue
         length = (node.end_lineno or node.lineno) - node.lineno + 1
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        if length > limit and not lines[first - 2].strip().startswith(SIZE_MARK):
+        if length > limit and not _says_why(lines, first):
             yield (f"{path.relative_to(ROOT)}:{node.lineno}: {kind} {node.name} has {length} lines "
                    f"(over {limit}): split it, or say why above it with `{SIZE_MARK} ...`")
 

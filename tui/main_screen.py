@@ -73,6 +73,8 @@ class _Dashboard(Protocol):
 __all__ = ["MainScreen"]
 
 
+# size: the screen owns every action on jobs (its bindings name them, the help lists them);
+# each is a few lines that hand the work to a dialog, a worker or the registry.
 class MainScreen(Screen):
     """Jobs table on top, the selected job's output (log or terminal) and input below."""
 

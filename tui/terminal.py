@@ -43,7 +43,7 @@ from hermes_procs.core.registry import logstore
 from hermes_procs.core.registry.interface import Registry
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
-from .log_pane import render_raw_line
+from .log_lines import render_raw_line
 from .vt import VTEngine, safe_tail, scan_modes
 
 _INDICATOR = RichStyle(reverse=True, bold=True)
@@ -80,6 +80,8 @@ class _PaneMessage(Message):
         return self.pane
 
 
+# size: a Textual widget keeps its bindings, key translation and message handlers on itself;
+# the VT engine is vt.py, the keys keys.py, the full-screen attach fullattach.py.
 class TerminalPane(Widget, can_focus=True):
     """A terminal emulator view of one PTY job."""
 
