@@ -1,6 +1,7 @@
 """`make lint`: ruff, import-linter (the layer contracts), mypy and the size rule, as configured
 in pyproject.toml. `python tools/lint.py import-linter mypy` runs only the named checks; exits
-non-zero when any fails.
+non-zero when any fails. `python tools/lint.py graph` prints the import graph between the
+packages and core's rooms (docs/internals.md).
 
 The package is one real tree under src/ (src/hermes_procs/{core,cli,tui} link to the top-level
 folders), so import-linter and mypy read it as installed; nothing is copied. One thing needs
@@ -110,6 +111,29 @@ def check_sizes() -> bool:
     return not found
 
 
+def graph() -> bool:
+    """Print the import graph between the packages and core's rooms (docs/internals.md shows it):
+    `A -> B  N` for N imports from modules of A of modules of B. Not a check: run by name only."""
+    import grimp
+
+    def place(module: str) -> str:
+        parts = module.split(".")
+        if parts[:2] == ["hermes_procs", "core"] and len(parts) > 2 and (ROOT / "core" / parts[2]).is_dir():
+            return f"core/{parts[2]}"
+        return parts[1] if len(parts) > 1 and parts[1] in ("cli", "tui", "core") else "hermes_procs"
+
+    graph = grimp.build_graph("hermes_procs", cache_dir=None)
+    edges: dict[tuple[str, str], int] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            edge = (place(module), place(imported))
+            if edge[0] != edge[1]:
+                edges[edge] = edges.get(edge, 0) + 1
+    for (importer, imported), count in sorted(edges.items()):
+        print(f"{importer:16} -> {imported:16} {count:3}")
+    return True
+
+
 def run(title: str, argv: list[str], env: dict[str, str] | None = None) -> bool:
     """Run one tool from the checkout's root; print its report (paths as in the checkout)."""
     print(f"--- {title}", flush=True)
@@ -133,6 +157,7 @@ def main() -> int:
         "sizes": check_sizes,
     }
     chosen = sys.argv[1:] or list(tools)
+    tools["graph"] = graph  # by name only: it prints, it checks nothing
     unknown = [name for name in chosen if name not in tools]
     if unknown:
         print(f"lint: unknown check {', '.join(unknown)}; choose from {', '.join(tools)}", file=sys.stderr)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -19,6 +18,7 @@ from textual.widgets.option_list import Option
 from hermes_procs.core.registry.model import SENDABLE_SIGNALS
 
 from .keyroute import TypeAheadGuard, focus_now
+from .sampler import JobRow
 
 __all__ = ["ConfirmScreen", "KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
 
@@ -92,7 +92,7 @@ class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
     """
     BINDINGS = [Binding("escape,n", "cancel", "Cancel")]
 
-    def __init__(self, job: Any, on_confirm: Callable[[KillScreen], None]) -> None:
+    def __init__(self, job: JobRow, on_confirm: Callable[[KillScreen], None]) -> None:
         """`on_confirm(dialog)`: the kill is confirmed; do it, then call `dialog.show_result`."""
         super().__init__()
         self.job = job
@@ -164,7 +164,7 @@ class RerunScreen(ConfirmScreen):
     RerunScreen > Vertical { border: thick $warning 80%; }
     RerunScreen #rerun-note { height: auto; color: $text-muted; margin-top: 1; }
     """
-    def __init__(self, job: Any) -> None:
+    def __init__(self, job: JobRow) -> None:
         super().__init__()
         self.job = job
 
