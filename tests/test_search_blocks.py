@@ -12,8 +12,8 @@ import pytest
 
 from hermes_procs.core.registry import linecounts, search
 from hermes_procs.core.registry.search import LINE_CHARS, Collector, search_log
-from hermes_procs.core.supervisor.text import to_text
 from hermes_procs.core.registry.userregex import compile_user
+from hermes_procs.core.supervisor.text import to_text
 
 PATTERNS = [
     "ERROR", "abc", "x{3}", r"\bERROR\b", r"id=9+[0-9]", "^a", "c$", "^$", "a|zz", "(ab|xy)z",

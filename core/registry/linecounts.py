@@ -94,7 +94,8 @@ class LineCounts:
     def line_count(self) -> int:
         """Lines of the retained log (a last line without its ``\\n`` yet counts)."""
         if self._lines is None:
-            self._lines = self.newlines(self.end) + (0 if self._ends_with_newline() else 1) if self.end > self.base else 0
+            unfinished = 0 if self._ends_with_newline() else 1  # a last line without its \n yet
+            self._lines = self.newlines(self.end) + unfinished if self.end > self.base else 0
         return self._lines
 
     def line_at(self, offset: int) -> int:
@@ -238,7 +239,8 @@ class LineCounts:
         records: list[tuple[int, int]] = []
         for offset, field in RECORD.iter_unpack(data[len(MAGIC):len(data) - (len(data) - len(MAGIC)) % RECORD.size]):
             count = field & COUNT
-            if records and not (offset > records[-1][0] and 0 <= count - (records[-1][1] & COUNT) <= offset - records[-1][0]):
+            before, counted = records[-1] if records else (0, 0)
+            if records and not (offset > before and 0 <= count - (counted & COUNT) <= offset - before):
                 break  # damaged from here: keep what came before
             if offset > self.end:
                 break  # counted by a reader that saw more of the log than this snapshot
@@ -260,14 +262,14 @@ class LineCounts:
             return
         try:
             if self.fresh:
-                self._rewrite()
+                self._rewrite(self.path)
             else:
-                self._append()
+                self._append(self.path)
         except OSError:
             pass
 
-    def _append(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | _FLAGS)
+    def _append(self, path: str) -> None:
+        fd = os.open(path, os.O_RDWR | _FLAGS)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
@@ -283,13 +285,13 @@ class LineCounts:
         finally:
             os.close(fd)
 
-    def _rewrite(self) -> None:
-        tmp = f"{self.path}.new-{os.getpid()}"
+    def _rewrite(self, path: str) -> None:
+        tmp = f"{path}.new-{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _FLAGS, 0o600)
         try:
             os.write(fd, MAGIC + b"".join(RECORD.pack(o, c) for o, c in self._fields()))
         finally:
             os.close(fd)
-        os.replace(tmp, self.path)
+        os.replace(tmp, path)
         self.fresh = False
 

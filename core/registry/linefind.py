@@ -25,6 +25,7 @@ Standard library and RE2 only; nothing here runs without RE2 (remote hosts use t
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -152,21 +153,21 @@ def _rarest_start(literal: bytes, sample: bytes) -> tuple[int, bytes]:
 def parse(pattern: str, flags: int) -> Any:
     """The pattern as Python's regex parser reads it, or None."""
     try:
-        from re import _parser as parser  # type: ignore[attr-defined]
-    except ImportError:  # Python 3.9, 3.10
-        import sre_parse as parser  # type: ignore[no-redef]
-    try:
-        return parser.parse(pattern, flags)
+        return _re_module("_parser", "sre_parse").parse(pattern, flags)
     except Exception:  # noqa: BLE001 - compile_user judged the pattern; no shortcut then
         return None
 
 
 def _constants() -> Any:
+    return _re_module("_constants", "sre_constants")
+
+
+def _re_module(name: str, before_3_11: str) -> Any:
+    """A private module of ``re`` (``re._parser``; ``sre_parse`` before Python 3.11)."""
     try:
-        from re import _constants as constants  # type: ignore[attr-defined]
-    except ImportError:  # Python 3.9, 3.10
-        import sre_constants as constants  # type: ignore[no-redef]
-    return constants
+        return importlib.import_module(f"re.{name}")
+    except ImportError:
+        return importlib.import_module(before_3_11)
 
 
 def required_literals(parsed: Any) -> list[list[bytes]]:
@@ -182,7 +183,7 @@ def required_literals(parsed: Any) -> list[list[bytes]]:
 def _choices(items: Any, c: Any) -> list[list[bytes]]:
     choices: list[list[bytes]] = []
     run: list[int] = []
-    for op, arg in list(items) + [(None, None)]:
+    for op, arg in [*items, (None, None)]:
         if op is c.LITERAL:
             run.append(arg)
             continue
@@ -222,8 +223,8 @@ def _free(items: Any, dotall: bool, c: Any) -> bool:
         elif op is c.AT:
             ok = True
         elif op is c.IN:
-            ok = all(kind is c.LITERAL and value != 10 or kind is c.RANGE and not value[0] <= 10 <= value[1]
-                     or kind is c.CATEGORY and value in safe_categories for kind, value in arg)
+            ok = all((kind is c.LITERAL and value != 10) or (kind is c.RANGE and not value[0] <= 10 <= value[1])
+                     or (kind is c.CATEGORY and value in safe_categories) for kind, value in arg)
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT):
             ok = _free(arg[2].data, dotall, c)
         elif op is c.SUBPATTERN:

@@ -137,7 +137,7 @@ def hit_lines(counts: LineCounts, block: Block, hits: list[int]) -> Iterator[tup
 def lines_before(layout: Any, counts: LineCounts, block: Block, pos: int, line: int, n: int) -> list[bytes]:
     """The ``n`` raw lines before the one at ``pos`` (fewer at the log's start), from the block,
     or the log before it."""
-    data, out = block.data, []
+    data, out = block.data, list[bytes]()
     while len(out) < n and pos > 0:
         start = data.rfind(b"\n", 0, pos - 1) + 1
         out.append(data[start:pos - 1])
@@ -152,7 +152,7 @@ def lines_before(layout: Any, counts: LineCounts, block: Block, pos: int, line: 
 def lines_after(layout: Any, counts: LineCounts, block: Block, stop: int, line: int, n: int) -> list[bytes]:
     """The ``n`` raw lines after the one ending at ``stop`` (line ``line``), from the block, or
     the log after it."""
-    data, end, out, pos = block.data, block.end, [], stop + 1
+    data, end, out, pos = block.data, block.end, list[bytes](), stop + 1
     while len(out) < n and pos < end:
         nxt = block.line_end(pos)
         out.append(data[pos:nxt])
