@@ -19,6 +19,8 @@ BENCHES = [
     ("wait", "b_wait", "run"),
     ("poll", "b_poll", "run"),
     ("search", "b_search", "run"),
+    ("tail", "b_tail", "run"),
+    ("cli", "b_cli", "run"),
     ("keys", "b_keys", "run"),
     ("memory", "b_memory", "run"),
     ("dashboard", "b_dashboard", "run"),

@@ -17,8 +17,9 @@ Two ways to go faster, with the same lines found:
   the pattern does not match, the finder goes back to the whole pattern.
 * **Runs of lines.** Counting matches (a search past its ``limit``) needs no line offsets: when
   the pattern can never match a line end (:func:`newline_free`), RE2 matches whole runs of
-  consecutive matching lines (:data:`RUNS`) and the lines of a run are counted with
-  ``bytes.count``, so a pattern that matches every line is counted at RE2's speed too.
+  consecutive matching lines (:data:`RUNS`, anchored at the next matching line) and the lines
+  of a run are counted with ``bytes.count``, so a pattern that matches every line is counted
+  at the speed of RE2's DFA too.
 
 Standard library and RE2 only; nothing here runs without RE2 (remote hosts use the worker).
 """
@@ -46,6 +47,7 @@ class LineFinder:
     def __init__(self, regex: Any, runs: Any, literals: list[list[bytes]], re2: Any) -> None:
         self.match = regex._regexp.Match
         self.anchor = type(regex._regexp).Anchor.UNANCHORED
+        self.anchored = type(regex._regexp).Anchor.ANCHOR_START
         self.runs = runs._regexp.Match if runs is not None else None
         self.literals = literals
         self.re2 = re2
@@ -80,15 +82,20 @@ class LineFinder:
         return found, min(pos, end)
 
     def count(self, data: bytes, pos: int, end: int) -> int:
-        """How many lines of ``data[pos:end]`` (``pos`` at a line start) hold a match."""
+        """How many lines of ``data[pos:end]`` (``pos`` at a line start) hold a match: from each
+        next matching line (:meth:`starts`), the run of matching lines there, matched anchored
+        (one forward pass of RE2's DFA; unanchored, RE2 would also pass back over it)."""
         if self.runs is None:
             return len(self.starts(data, pos, end)[0])
-        total, runs, un = 0, self.runs, self.anchor
+        total, runs, anchored = 0, self.runs, self.anchored
         while pos < end:
-            start, stop = runs(un, data, pos, end)[0]
-            if start < 0 or start == end or stop <= start:
-                break  # none, or only the empty match after the last line end
-            total += data.count(b"\n", start, stop) + (data[stop - 1:stop] != b"\n")
+            found, _ = self.starts(data, pos, end, 1)
+            if not found:
+                break
+            stop = runs(anchored, data, found[0], end)[0][1]
+            if stop <= found[0]:  # never so (the line matches), but never loop on it
+                stop = data.find(b"\n", found[0], end) + 1 or end
+            total += data.count(b"\n", found[0], stop) + (data[stop - 1:stop] != b"\n")
             pos = stop
         return total
 
