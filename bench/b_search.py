@@ -87,7 +87,8 @@ def run(cfg: Config) -> list[Row]:
     with temp_home() as home:
         reg = ProcessRegistry(home=home)
         sid, log = _log_job(reg, size)
-        for name, pattern in (("a literal", "ERROR"), ("a regex", r"id=9999[0-9]"), ("a word on every line", "worker-3")):
+        cases = (("a literal", "ERROR"), ("a regex", r"id=9999[0-9]"), ("a word on every line", "worker-3"))
+        for name, pattern in cases:
             rows.append(_versus_grep(cfg, f"search {mb} MB for {name}", size, pattern, log,
                                      lambda p=pattern: reg.search(sid, p, context=2)))
         rows.append(_versus_grep(cfg, f"hermes-procs search, {mb} MB, whole process", size, "ERROR", log,

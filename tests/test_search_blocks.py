@@ -79,3 +79,31 @@ def test_a_literal_that_keeps_missing_gives_way_to_the_whole_pattern(tmp_path: P
         out = Collector(1000)
         assert search_log(jobdir, regex, 0, out) == 20
     assert [m["line_no"] for m in out.matches] == list(range(7, 20000, 1000))
+
+
+def test_the_dashboard_filter_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch) -> None:
+    """tui/log_filter.py on the same block functions: its matching rows, their context rows and
+    its count are those of matching each line's text (escapes removed) alone."""
+    from hermes_procs.core.supervisor.text import strip_ansi
+    from hermes_procs.tui.log_filter import filter_log
+
+    monkeypatch.setattr(search, "CHUNK", 64)
+    monkeypatch.setattr(linecounts, "STEP", 97)
+    rng = random.Random(7)
+    for round_ in range(8):
+        jobdir = tmp_path / f"job{round_}"
+        jobdir.mkdir()
+        data = _random_log(rng, rng.randint(1, 120))
+        (jobdir / "output.log").write_bytes(data)
+        raws = data.split(b"\n")
+        if raws[-1] == b"":
+            raws.pop()
+        for pattern in ("ERROR", "^$", r"id=9+\d", "a|zz"):
+            hits = [i for i, raw in enumerate(raws) if re.search(pattern, strip_ansi(raw.decode("utf-8", "replace")))]
+            context = rng.choice([0, 2])
+            shown = sorted({j for i in hits for j in range(max(0, i - context), min(len(raws), i + context + 1))})
+            got = []
+            filter_log(jobdir, compile_user(pattern), context, got.append, lambda: False)
+            rows = [row for progress in got for row in progress.rows]
+            assert got[-1].done and got[-1].matches == len(hits), (pattern, data)
+            assert [(row.line, row.raw, row.match) for row in rows] == [(j, raws[j], j in hits) for j in shown]
