@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core.registry import linecounts, search
+from hermes_procs.core.registry import colourfind, linecounts, search
 from hermes_procs.core.registry.search import LINE_CHARS, Collector, search_log
 from hermes_procs.core.registry.userregex import compile_user
 from hermes_procs.core.supervisor.text import to_text
@@ -22,9 +22,14 @@ PATTERNS = [
 ]
 
 
-def _random_log(rng: random.Random, n: int) -> bytes:
-    words = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b[0m", b"\r", b"12",
-             b"\xe2\x86\x92", b"\xff", b"z", b"\t"]
+WORDS = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b[0m", b"\r", b"12",
+         b"\xe2\x86\x92", b"\xff", b"z", b"\t"]
+# coloured ASCII only (core/registry/colourfind.py), with literals cut by colours
+COLOURED = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"12", b"z",
+            b"\t", b"E\x1b[0mRROR", b"ERR\x1b[mOR", b"id=\x1b[2m99", b"zz"]
+
+
+def _random_log(rng: random.Random, n: int, words: list[bytes] = WORDS) -> bytes:
     lines = []
     for _ in range(n):
         size = 0 if rng.random() < 0.1 else rng.randint(1, 8) if rng.random() < 0.95 else rng.randint(50, 200)
@@ -44,9 +49,12 @@ def _expected(data: bytes, pattern: str, ignore_case: bool, context: int, limit:
             for i in hits[:limit]], len(hits)
 
 
-@pytest.mark.parametrize("engine", ["re2", "re"])
-def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch, engine: str) -> None:
+@pytest.mark.parametrize(("engine", "words"), [("re2", WORDS), ("re", WORDS), ("re2", COLOURED)],
+                         ids=["re2", "re", "re2-coloured"])
+def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch, engine: str,
+                                                      words: list[bytes]) -> None:
     monkeypatch.setattr(search, "CHUNK", 64)  # blocks of a few lines, long lines in pieces
+    monkeypatch.setattr(colourfind, "MOST", 0)  # coloured blocks always searched for the literal first
     monkeypatch.setattr(search, "LONG_LINE", 1 << 20)
     monkeypatch.setattr(linecounts, "STEP", 97)
     if engine == "re":
@@ -55,7 +63,7 @@ def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypat
     for round_ in range(12 if engine == "re2" else 3):
         jobdir = tmp_path / f"job{round_}"
         jobdir.mkdir()
-        data = _random_log(rng, rng.randint(1, 120))
+        data = _random_log(rng, rng.randint(1, 120), words)
         (jobdir / "output.log").write_bytes(data)
         for pattern in PATTERNS:
             ignore_case = rng.random() < 0.2

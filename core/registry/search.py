@@ -107,7 +107,31 @@ def block_hits(regex: UserRegex, block: Block, convert: Callable[[bytes], str] =
     data, end = block.data, block.end
     if plain or looks_plain(data):  # an ordinary log's bytes are its text
         return regex.line_starts(data, end, limit)
-    raw = data[:end]
+    candidates = regex.coloured_lines(data, end)
+    if candidates is not None:  # coloured text: only the lines that hold the pattern's literal
+        return _matching(regex, block, candidates, convert, limit)
+    return _text_hits(regex, data[:end], convert, limit)
+
+
+def _matching(regex: UserRegex, block: Block, starts: list[int], convert: Callable[[bytes], str],
+              limit: int | None) -> tuple[list[int], int]:
+    """Of the lines of the block at ``starts``, those whose text matches (at most ``limit``),
+    and how many more."""
+    found: list[int] = []
+    more = 0
+    for start in starts:
+        text = convert(block.data[start:block.line_end(start)]).encode("utf-8", "surrogatepass")
+        if regex.line_starts(text, len(text), 1)[0]:
+            if limit is None or len(found) < limit:
+                found.append(start)
+            else:
+                more += 1
+    return found, more
+
+
+def _text_hits(regex: UserRegex, raw: bytes, convert: Callable[[bytes], str],
+               limit: int | None) -> tuple[list[int], int]:
+    """block_hits of a block (``raw``, whole lines) matched as its text."""
     text = convert(raw).encode("utf-8", "surrogatepass")  # the same lines: no conversion joins or splits them
     found, more = regex.line_starts(text, len(text), limit)
     if raw and not raw.endswith(b"\n") and text[-1:] in (b"", b"\n") and regex.first("") is not None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import linefind
+from .colourfind import ColourFinder
 
 __all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserRegex", "compile_user",
            "regex_timeout"]
@@ -87,8 +88,11 @@ def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pat
     if regex.engine == "re2":
         parsed = linefind.parse(pattern, flags)
         runs = _re2_compile(linefind.RUNS.format(pattern), ignore_case) if linefind.newline_free(parsed) else None
-        regex.finder = linefind.LineFinder(_re2_compile(pattern, ignore_case, lines=True), runs,
-                                           linefind.required_literals(parsed), _re2_module())
+        literals = linefind.required_literals(parsed)
+        regex.finder = linefind.LineFinder(_re2_compile(pattern, ignore_case, lines=True), runs, literals,
+                                           _re2_module())
+        if literals:  # the choice whose shortest literal is longest
+            regex.colours = ColourFinder(max(literals, key=lambda choice: min(map(len, choice))), _re2_module())
     return regex
 
 
@@ -131,6 +135,7 @@ class UserRegex:
         self._re2 = re2_regex
         self._worker: Optional[_Worker] = None
         self.finder: Optional[linefind.LineFinder] = None  # RE2 over raw bytes, line by line
+        self.colours: Optional[ColourFinder] = None  # RE2 over coloured bytes, for the literal
         self._lock = threading.Lock()
         self._aborted = False
 
@@ -179,6 +184,11 @@ class UserRegex:
                 pos, line = data.find(b"\n", pos, end) + 1, line + 1
             starts.append(pos)
         return starts, more
+
+    def coloured_lines(self, data: bytes, end: int) -> list[int] | None:
+        """Starts of the lines of ``data[:end]`` whose text may match, when the block is coloured
+        ASCII text (core/registry/colourfind.py); None: match the block's text."""
+        return self.colours.candidates(data, end) if self.colours is not None else None
 
     def first(self, text: str) -> str | None:
         """The text of the first match in `text` (^ and $ at line ends; a match may span lines)."""
