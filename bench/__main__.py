@@ -21,6 +21,7 @@ BENCHES = [
     ("search", "b_search", "run"),
     ("tail", "b_tail", "run"),
     ("cli", "b_cli", "run"),
+    ("mcp", "b_mcp", "run"),
     ("keys", "b_keys", "run"),
     ("memory", "b_memory", "run"),
     ("dashboard", "b_dashboard", "run"),
