@@ -11,8 +11,9 @@ awaiting-input / quiet events all call these functions, so there is one process-
   (``/proc/PID/syscall``), the dashboard's ``?`` mark.
 - :class:`CpuMeter`: CPU % of a tree from the delta of its CPU ticks against the previous
   sample kept per key (the since-start average on the first call); never a blocking sample.
-- :func:`listens_on`: the tree holds a listening TCP socket on a port (``/proc/net/tcp{,6}``
-  inodes matched to the tree's socket fds).
+- :func:`listens_on`, :class:`Listeners`: the TCP ports the tree listens on (``/proc/net/tcp{,6}``
+  inodes matched to the tree's socket fds): ``wait(until="port:N")``, the ``ports`` of poll, list
+  and tree.
 
 The supervisor loads this file as a top-level module (``python -I -S``), hence the import below.
 """
@@ -45,6 +46,7 @@ _SYSCALLS = {
 }
 _READS, _SELECT_ONLY = _SYSCALLS.get(os.uname().machine, _SYSCALLS["x86_64"])
 _LISTEN = "0A"  # TCP state LISTEN in /proc/net/tcp
+_SWITCHES = b"\nvoluntary_ctxt_switches:"  # in /proc/PID/status
 
 
 # --- trees ---------------------------------------------------------------------------------
@@ -138,8 +140,15 @@ def fd_target(pid: int, fd: int) -> str | None:
 
 
 def waiting_for_input(pids: list[int], stdin_target: str | Callable[[], str | None] | None) -> bool:
-    """True when a process of `pids` is blocked reading the job's stdin (`stdin_target` may be
-    a function giving it: called only when some process is in a read, most are not).
+    """True when a process of `pids` is blocked reading the job's stdin (see :func:`input_readers`)."""
+    return bool(input_readers(pids, stdin_target, first=True))
+
+
+def input_readers(pids: list[int], stdin_target: str | Callable[[], str | None] | None,
+                  first: bool = False) -> list[int]:
+    """The processes of `pids` blocked reading the job's stdin (only the first found with
+    `first`). `stdin_target` may be a function giving it: called only when some process is in a
+    read, most are not.
 
     From ``/proc/PID/syscall``: a ``read`` (or ``readv``/``pread``) on fd 0 or on an fd that is
     the same file as the job's stdin (`stdin_target`: the pipe or the PTY), or a
@@ -147,6 +156,7 @@ def waiting_for_input(pids: list[int], stdin_target: str | Callable[[], str | No
     REPLs wait). A process that runs, or reads another pipe (the consumer of ``a | b``), does
     not count.
     """
+    found: list[int] = []
     for pid in pids:
         try:
             raw = (proctree.read_small(f"/proc/{pid}/syscall", 200) or b"").split()
@@ -168,8 +178,10 @@ def waiting_for_input(pids: list[int], stdin_target: str | Callable[[], str | No
         if callable(stdin_target):
             stdin_target = stdin_target()
         if (fd == 0 and stdin_target is None) or (stdin_target is not None and fd_target(pid, fd) == stdin_target):
-            return True
-    return False
+            found.append(pid)
+            if first:
+                break
+    return found
 
 
 # --- CPU and memory ------------------------------------------------------------------------
@@ -232,7 +244,7 @@ class CpuMeter:
 # --- listening ports -----------------------------------------------------------------------
 
 
-def socket_inodes(pids: list[int]) -> set[str]:
+def socket_inodes(pids: Iterable[int]) -> set[str]:
     """Inodes (as text) of the sockets the processes hold open."""
     inodes: set[str] = set()
     for pid in pids:
@@ -247,26 +259,63 @@ def socket_inodes(pids: list[int]) -> set[str]:
     return inodes
 
 
-def listening_ports(inodes: set[str]) -> set[int]:
-    """TCP ports (IPv4 and IPv6) in LISTEN state whose socket inode is in `inodes`."""
-    ports: set[int] = set()
-    if not inodes:
-        return ports
+def listening_sockets() -> dict[str, int]:
+    """Every TCP socket (IPv4 and IPv6) in LISTEN state of this network namespace: inode -> port."""
+    found: dict[str, int] = {}
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(name) as fh:
                 next(fh, None)
                 for line in fh:
                     parts = line.split()
-                    if len(parts) > 9 and parts[3] == _LISTEN and parts[9] in inodes:
-                        ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+                    if len(parts) > 9 and parts[3] == _LISTEN and parts[9] != "0":
+                        found[parts[9]] = int(parts[1].rsplit(":", 1)[1], 16)
         except OSError:
             continue
-    return ports
+    return found
+
+
+def listening_ports(inodes: set[str]) -> set[int]:
+    """TCP ports (IPv4 and IPv6) in LISTEN state whose socket inode is in `inodes`."""
+    if not inodes:
+        return set()
+    return {port for inode, port in listening_sockets().items() if inode in inodes}
 
 
 def listens_on(pids: list[int], port: int) -> bool:
     return port in listening_ports(socket_inodes(pids))
+
+
+class Listeners:
+    """The listening TCP sockets, read from /proc/net once (when first needed) for many
+    questions: the `ports` of every job of one list(), of every process of one tree."""
+
+    def __init__(self) -> None:
+        self._table: dict[str, int] | None = None
+
+    def table(self) -> dict[str, int]:
+        if self._table is None:
+            self._table = listening_sockets()
+        return self._table
+
+    def ports(self, pids: Iterable[int]) -> list[int]:
+        """The ports the processes `pids` listen on, sorted (no fd is read when nothing listens)."""
+        table = self.table()
+        if not table:
+            return []
+        return sorted({table[inode] for inode in socket_inodes(pids) if inode in table})
+
+
+def voluntary_switches(pid: int) -> int | None:
+    """How often the process has blocked so far (`voluntary_ctxt_switches` of /proc/PID/status):
+    a process found reading its stdin with a count other than before has gone back to reading
+    since (it took the input given meanwhile). None when it is gone."""
+    raw = proctree.read_small(f"/proc/{pid}/status", 8192) or b""
+    at = raw.find(_SWITCHES)
+    if at < 0:
+        return None
+    value = raw[at + len(_SWITCHES):raw.find(b"\n", at + 1)].strip()
+    return int(value) if value.isdigit() else None
 
 
 # --- a job's figures -----------------------------------------------------------------------
@@ -282,12 +331,15 @@ def job_tree(supervisor_pid: int | None, root: int | None) -> list[int]:
 
 def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: int | None,
                 running: bool, started_at: float, log_path: str,
-                supervisor_stat: list[str] | None = None, log_stat: os.stat_result | None = None) -> dict[str, Any]:
-    """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count.
+                supervisor_stat: list[str] | None = None, log_stat: os.stat_result | None = None,
+                listeners: Listeners | None = None) -> dict[str, Any]:
+    """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count,
+    ports.
 
     `supervisor_pid` is given only while the supervisor lives (`supervisor_stat`: its /proc
     stat fields, when just read); `running`: the job's root has not exited. A finished job
-    whose tree is gone gets zeros and ``quiet_seconds: None``.
+    whose tree is gone gets zeros, ``quiet_seconds: None`` and no ports. `listeners`: the
+    listening sockets, when the caller asks about many jobs at once.
     """
     reaped = 0
     if supervisor_pid:  # one stat read per process of the tree, the supervisor's included
@@ -298,11 +350,11 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
     else:
         pids = job_tree(None, root if running else None)
         ticks_rss_count = usage(pids)
-    figures = dict(IDLE)
+    figures: dict[str, Any] = {**IDLE, "ports": []}
     if pids:
         ticks, rss, count = ticks_rss_count
         figures.update(cpu_percent=meter.percent(key, ticks + reaped, started_at), rss_bytes=rss,
-                       process_count=count)
+                       process_count=count, ports=(listeners or Listeners()).ports(pids))
     if running:
         figures["awaiting_input"] = waiting_for_input(pids, (lambda: fd_target(root, 0)) if root else None)
         figures["quiet_seconds"] = quiet_seconds(log_path, started_at, log_stat)
