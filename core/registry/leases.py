@@ -22,7 +22,7 @@ LEASE_FILE = "lease.json"
 def owner(pid: object) -> dict[str, int]:
     """The meta.json `lease` of a job leased to process `pid`: {"pid", "start_ticks"}. Raises
     BadNumber (one line) for a pid that is not a whole number or names no running process."""
-    pid = whole(pid, "lease", 1, 1 << 22)
+    pid = whole(pid, "lease", 1)
     fields = proctree.stat_fields(pid)
     if not fields or fields[0] in ("Z", "X"):
         raise BadNumber(f"lease: no running process has pid {pid} (lease takes the pid of the process the "
