@@ -574,9 +574,9 @@ def _signal(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 
 
 _HANDLERS: dict[str, Callable[[ProcessRegistry, dict[str, Any], str | None], dict[str, Any]]] = {
-    "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
+    "exec": _exec, "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
     "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
-    "restart": _restart, "tree": _tree, "signal": _signal, "exec": _exec, "pin": _pin, "unpin": _unpin,
+    "restart": _restart, "tree": _tree, "signal": _signal, "pin": _pin, "unpin": _unpin,
 }
 
 
