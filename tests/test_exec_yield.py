@@ -115,3 +115,11 @@ def test_cli_exec_of_a_job_that_runs_on_puts_its_id_on_stderr(registry, home):
     ended = cli(home, "submit", "--yield-ms", "5000", sid, "quit")
     assert ended.returncode == 4 and ended.stderr == ""
     assert cli(home, "exec", "--yield-ms", "-3", "--", "true").stderr.startswith("hermes-procs: error: yield_ms")
+
+
+def test_exec_output_reaches_the_terminal_sanitised(registry, home):
+    hostile = r"printf 'a\033]52;c;aGk=\007b\033[2Jc\302\233d\342\200\256e\n'"
+    api = registry.exec(hostile)["output"]  # escape sequences stripped, as read_log's
+    assert not set(api) & {"\x1b", "\x07", "\x9b"} and api.startswith("abc"), repr(api)
+    shown = cli(home, "exec", "--", hostile).stdout  # and what reaches a terminal: the one sanitiser
+    assert not set(shown) & {"\x1b", "\x07", "\x9b", "\u202e"} and "\\u202e" in shown, repr(shown)

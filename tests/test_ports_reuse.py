@@ -159,3 +159,22 @@ def test_concurrent_reuses_start_one_job(registry):
     assert len({r["session_id"] for r in results}) == 1
     assert sorted(r["reused"] for r in results) == [False, True, True, True]
     assert job_count(registry) == 1
+
+
+def test_an_outside_holders_hostile_command_line_is_escaped(registry):
+    port = free_port()
+    listener = ("#\x1b]0;owned\x07\u202e\nimport socket, sys, time; s = socket.socket(); "
+                "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); print('up', flush=True); time.sleep(30)")
+    import subprocess
+    import sys
+
+    outside = subprocess.Popen([sys.executable, "-c", listener, str(port)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert outside.stdout.readline() == "up\n"
+        error = registry.spawn("sleep 1", port=port)["error"]
+    finally:
+        outside.kill()
+        outside.wait()
+    assert f"in use by pid {outside.pid} (" in error
+    assert not set(error) & {"\x1b", "\x07", "\u202e"} and "\\x1b]0;owned" in error, error
