@@ -178,3 +178,25 @@ def test_an_outside_holders_hostile_command_line_is_escaped(registry):
         outside.wait()
     assert f"in use by pid {outside.pid} (" in error
     assert not set(error) & {"\x1b", "\x07", "\u202e"} and "\\x1b]0;owned" in error, error
+
+
+def test_the_kernels_two_answers_agree():
+    """Listening sockets asked through netlink (sock_diag) and read from /proc/net/tcp{,6}: the
+    same inodes and ports, IPv4 and IPv6, past one netlink reply buffer (400 listeners)."""
+    from hermes_procs.core.supervisor import stats
+
+    sockets = []
+    try:
+        for index in range(400):
+            family, host = (socket.AF_INET6, "::1") if index % 2 and socket.has_ipv6 else (socket.AF_INET, "127.0.0.1")
+            listener = socket.socket(family)
+            sockets.append(listener)
+            listener.bind((host, 0))
+            listener.listen()
+        fast, slow = stats._diag_listeners(), stats._proc_listeners()
+        assert fast is not None and fast == slow
+        ports = {s.getsockname()[1] for s in sockets}
+        assert ports <= set(fast.values())
+    finally:
+        for listener in sockets:
+            listener.close()

@@ -46,6 +46,9 @@ _SYSCALLS = {
 }
 _READS, _SELECT_ONLY = _SYSCALLS.get(os.uname().machine, _SYSCALLS["x86_64"])
 _LISTEN = "0A"  # TCP state LISTEN in /proc/net/tcp
+_TCP_LISTEN = 10  # the same state in a sock_diag request (linux/tcp_states.h)
+_NETLINK_SOCK_DIAG, _SOCK_DIAG_BY_FAMILY = 4, 20  # linux/netlink.h, linux/sock_diag.h
+_NLM_F_REQUEST, _NLM_F_DUMP, _NLMSG_ERROR, _NLMSG_DONE = 0x1, 0x300, 2, 3
 _SWITCHES = b"\nvoluntary_ctxt_switches:"  # in /proc/PID/status
 
 
@@ -260,7 +263,58 @@ def socket_inodes(pids: Iterable[int]) -> set[str]:
 
 
 def listening_sockets() -> dict[str, int]:
-    """Every TCP socket (IPv4 and IPv6) in LISTEN state of this network namespace: inode -> port."""
+    """Every TCP socket (IPv4 and IPv6) in LISTEN state of this network namespace: inode -> port.
+
+    Asked of the kernel through NETLINK_SOCK_DIAG, which walks only its table of listening
+    sockets (0.1-0.3 ms); where netlink is refused, read from /proc/net/tcp{,6}, which walks
+    every socket of the namespace (2-5 ms a file here)."""
+    found = _diag_listeners()
+    return found if found is not None else _proc_listeners()
+
+
+def _diag_listeners() -> dict[str, int] | None:
+    """The listening TCP sockets from a sock_diag dump of each family; None when it fails."""
+    import socket  # only a question about ports loads it; a supervisor's start does not
+    import struct
+
+    found: dict[str, int] = {}
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as sock:
+            sock.settimeout(2.0)
+            for family in (socket.AF_INET, socket.AF_INET6):
+                # nlmsghdr (len, type, flags, seq, pid) + inet_diag_req_v2 (family, protocol, ext,
+                # pad, states, a zeroed inet_diag_sockid of 48 bytes)
+                sock.send(struct.pack("=IHHII", 72, _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, family, 0)
+                          + struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN) + bytes(48))
+                if not _diag_replies(sock, struct, found):
+                    return None
+    except (AttributeError, OSError, ValueError, struct.error):
+        return None
+    return found
+
+
+def _diag_replies(sock: Any, struct: Any, found: dict[str, int]) -> bool:
+    """Read one dump's replies into `found` (inode -> port); False on an error reply."""
+    while True:
+        data = sock.recv(1 << 16)
+        at = 0
+        while at + 16 <= len(data):
+            length, kind = struct.unpack_from("=IH", data, at)
+            if kind == _NLMSG_DONE:
+                return True
+            if kind == _NLMSG_ERROR or length < 16:
+                return False
+            if length >= 16 + 72:  # inet_diag_msg: its id's source port at 4, its inode at 68
+                port = struct.unpack_from(">H", data, at + 16 + 4)[0]
+                inode = struct.unpack_from("=I", data, at + 16 + 68)[0]
+                if inode:
+                    found[str(inode)] = port
+            at += (length + 3) & ~3
+        if not data:
+            return False
+
+
+def _proc_listeners() -> dict[str, int]:
     found: dict[str, int] = {}
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -299,11 +353,13 @@ class Listeners:
         return self._table
 
     def ports(self, pids: Iterable[int]) -> list[int]:
-        """The ports the processes `pids` listen on, sorted (no fd is read when nothing listens)."""
-        table = self.table()
-        if not table:
+        """The ports the processes `pids` listen on, sorted (the table is not asked for when
+        they hold no socket: most jobs)."""
+        inodes = socket_inodes(pids)
+        if not inodes:
             return []
-        return sorted({table[inode] for inode in socket_inodes(pids) if inode in table})
+        table = self.table()
+        return sorted({table[inode] for inode in inodes if inode in table})
 
 
 def voluntary_switches(pid: int) -> int | None:
