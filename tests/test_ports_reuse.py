@@ -48,10 +48,14 @@ def test_ports_in_poll_list_and_tree(registry, home):
     assert process["ports"] == [port]
     listed = {row["session_id"]: row for row in json.loads(cli(home, "ls", "--json").stdout)}
     assert listed[sid]["ports"] == [port]
+    head, *lines = cli(home, "ls").stdout.splitlines()
+    assert head.split() == ["ID", "STATUS", "PID", "STARTED", "DURATION", "PORTS", "COMMAND"]
+    assert [line.split()[5] for line in lines if line.startswith(sid)] == [str(port)]
     assert f"listening on: {port}" in cli(home, "poll", sid).stdout
     assert str(port) in cli(home, "tree", sid).stdout.splitlines()[1]
     registry.kill(sid, grace=0.2)
     assert registry.poll(sid)["ports"] == []  # a finished job listens on nothing
+    assert "PORTS" not in cli(home, "ls").stdout  # nobody listens: no column
 
 
 def test_only_the_process_that_listens_shows_the_port(registry):
