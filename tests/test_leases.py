@@ -113,3 +113,12 @@ def test_restart_keeps_a_live_lease_and_drops_an_ended_one(registry, owner):
     end(owner)
     third = registry.restart(again)["session_id"]  # its owner has ended: it reruns unleased
     assert registry.poll(third)["lease"] is None
+
+
+def test_cli_bad_values_get_one_line_and_create_nothing(registry, home):
+    for args in (["run", "--lease", "999999999"], ["exec", "--lease", "0"], ["run", "--port", "0"],
+                 ["exec", "--port", "70000"], ["exec", "--yield-ms", "-1"], ["run", "--reuse"]):
+        out = cli(home, *args, "--", "true")
+        assert out.returncode == 1 and out.stdout == "", (args, out)
+        assert out.stderr.startswith("hermes-procs: error: ") and out.stderr.count("\n") == 1, (args, out.stderr)
+    assert not registry.jobs_dir.exists() or os.listdir(registry.jobs_dir) == []
