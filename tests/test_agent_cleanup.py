@@ -159,3 +159,28 @@ def test_mcp_ephemeral_jobs_end_with_the_client(tmp_path):
         for sid in (kept, durable):
             registry.kill(sid, grace=0.2)
     wait_until(lambda: registry.poll(kept)["status"] == "exited")
+
+
+def test_mcp_answers_while_an_exec_yields(tmp_path):
+    import asyncio
+
+    async def body(c):
+        done = []
+
+        async def exec_call():
+            result = await c.ok("process_exec", command="sleep 30", yield_ms=3000)
+            done.append("exec")
+            return result
+
+        async def list_call():
+            await asyncio.sleep(0.5)
+            listed = await c.ok("process_list")
+            done.append("list")
+            return listed
+
+        ran, listed = await asyncio.gather(exec_call(), list_call())
+        assert done == ["list", "exec"] and ran["reason"] == "yielded"
+        assert [row["session_id"] for row in listed["processes"]] == [ran["session_id"]]
+        await c.ok("process_kill", session_id=ran["session_id"])
+
+    run(with_client(tmp_path / "home", body))
