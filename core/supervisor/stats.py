@@ -11,9 +11,9 @@ awaiting-input / quiet events all call these functions, so there is one process-
   (``/proc/PID/syscall``), the dashboard's ``?`` mark.
 - :class:`CpuMeter`: CPU % of a tree from the delta of its CPU ticks against the previous
   sample kept per key (the since-start average on the first call); never a blocking sample.
-- :func:`listens_on`, :class:`Listeners`: the TCP ports the tree listens on (``/proc/net/tcp{,6}``
-  inodes matched to the tree's socket fds): ``wait(until="port:N")``, the ``ports`` of poll, list
-  and tree.
+- :func:`listens_on`, :class:`Listeners`: the TCP ports the tree listens on (the kernel's
+  listening sockets, from netlink sock_diag or else ``/proc/net/tcp{,6}``, matched to the tree's
+  socket fds): ``wait(until="port:N")``, the ``ports`` of poll, list and tree.
 
 The supervisor loads this file as a top-level module (``python -I -S``), hence the import below.
 """
@@ -341,7 +341,7 @@ def listens_on(pids: list[int], port: int) -> bool:
 
 
 class Listeners:
-    """The listening TCP sockets, read from /proc/net once (when first needed) for many
+    """The listening TCP sockets, asked of the kernel once (when first needed) for many
     questions: the `ports` of every job of one list(), of every process of one tree."""
 
     def __init__(self) -> None:
