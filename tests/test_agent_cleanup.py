@@ -114,6 +114,8 @@ def test_mcp_exec_submit_ports_reuse_and_errors(tmp_path):
         assert (asks["reason"], asks["output"]) == ("awaiting_input", "name? ")
         reply = await c.ok("process_submit", session_id=asks["session_id"], data="ann", yield_ms=5000)
         assert reply["output"] == "hello ann\nagain? "
+        last = await c.ok("process_submit", session_id=asks["session_id"], data="bob", yield_ms=5000)
+        assert (last["status"], last["exit_code"], last["output"]) == ("exited", 0, "bye bob\n")
         web = await c.ok("process_start", command=command, name="web", reuse=True, port=port)
         up = await c.ok("process_wait", session_id=web["session_id"], until="port", timeout=10)
         assert (up["reason"], up["port"]) == ("port_open", port)
@@ -133,6 +135,7 @@ def test_mcp_exec_submit_ports_reuse_and_errors(tmp_path):
 
     listed = run(with_client(home, body))
     assert len(listed) == 3  # the two execs and the server: nothing else was created
+    assert not [job for job in ProcessRegistry(home=home).list() if job["status"] == "running"]
 
 
 def test_mcp_ephemeral_jobs_end_with_the_client(tmp_path):
