@@ -122,3 +122,15 @@ def test_cli_bad_values_get_one_line_and_create_nothing(registry, home):
         assert out.returncode == 1 and out.stdout == "", (args, out)
         assert out.stderr.startswith("hermes-procs: error: ") and out.stderr.count("\n") == 1, (args, out.stderr)
     assert not registry.jobs_dir.exists() or os.listdir(registry.jobs_dir) == []
+
+
+def test_an_owner_that_ends_while_the_job_starts(registry):
+    """The owner ends around the time the supervisor begins to watch it: the job still ends."""
+    for delay in ("0", "0.01", "0.05"):
+        owner = subprocess.Popen(["sleep", delay])
+        got = registry.spawn("sleep 60", lease=owner.pid)
+        owner.wait()
+        if got["status"] == "error":  # it had ended before the spawn looked: refused, fine
+            assert got["error"].startswith("lease: no running process")
+            continue
+        assert exit_record(registry, got["session_id"])["completion_reason"] == "killed"
