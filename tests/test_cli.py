@@ -191,7 +191,7 @@ def test_screen_of_a_pipe_job_speaks_cli(cli):
 def test_help_lists_the_everyday_commands_first_without_type_placeholders(cli):
     out = cli("--help", check=0).stdout
     listed = re.findall(r"^│ ([a-z]+) ", out.split("Commands")[1], re.M)
-    assert listed[:5] == ["run", "ls", "poll", "log", "wait"], listed
+    assert listed[:6] == ["run", "exec", "ls", "poll", "log", "wait"], listed
     for command in ["", *listed]:
         text = cli(*([command] if command else []), "--help", check=0).stdout
         assert "<bool>" not in text and "<list" not in text and "<int>" not in text, (command, text)
