@@ -270,6 +270,7 @@ class Connection:
 
     def _connect(self) -> None:
         self._close_proc()
+        self._fail_all()  # what was asked of the process just closed gets no answer now
         digest, code = shipped_code()
         remote = [self.host.python, "-I", "-c", BOOT, digest, self.host.home or ""]
         self._stderr = []
@@ -335,12 +336,14 @@ class Connection:
                 continue
             if isinstance(msg, dict):
                 self._deliver(msg)
-        lost = self._lost(self._why(proc, "the connection dropped")) if self._proc is proc else None
+        if self._proc is not proc:  # closed (close() failed its requests) or already replaced
+            return
+        lost = self._lost(self._why(proc, "the connection dropped"))
         with self._lock:
-            if self._proc is proc and lost is not None:
+            if self._proc is proc:  # not the requests of a connection made since: those live on
                 self.state, self.error = lost
                 self._last_try = 0.0
-        self._fail_all()
+                self._fail_all()
 
     def _deliver(self, msg: dict[str, Any]) -> None:
         mid = msg.get("id")
