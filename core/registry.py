@@ -206,18 +206,19 @@ class ProcessRegistry:
               notify_on_complete: bool = False, watch_patterns: list[str] | None = None, rows: int = 30,
               cols: int = 120, max_runtime: float | None = None, quiet_after: float | None = None,
               rerun_of: str | None = None, shell: list[str] | None = None,
-              environ: dict[str, str] | None = None) -> dict[str, Any]:
+              environ: dict[str, str] | None = None, stack: str | None = None, restarts: int = 0) -> dict[str, Any]:
         """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument;
         `quiet_after`: emit quiet events; `rerun_of`: set by restart). `shell`: the argv the command
         is appended to (default `bash -c` or $HERMES_PROCS_SHELL); `environ`: the job's whole
         environment, used as given (nothing filtered or added; `env` still applies on top) and
         not written to the job folder (the Hermes plugin passes the environment Hermes builds).
+        `stack`, `restarts`: set by a stack's supervisor (core/stacks/), shown by list and poll.
 
         Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
         self._auto_prune()  # before the new job exists: a job that ends at once is never pruned by its own spawn
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime, shell)
-        meta.update(_rerun_meta(env, quiet_after, rerun_of))
+        meta.update(_rerun_meta(env, quiet_after, rerun_of), **_stack_meta(stack, restarts))
         jobdir = self.jobs_dir / meta["session_id"]
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
                 meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"], command]
@@ -350,7 +351,8 @@ class ProcessRegistry:
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
                   "output_preview": text.last_chars(tail, preview_chars), "output_bytes": start + len(tail),
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", ""),
-                  "rerun_of": job.meta.get("rerun_of"), **self._figures(job)}
+                  "rerun_of": job.meta.get("rerun_of"), "stack": job.meta.get("stack"),
+                  "restarts": job.meta.get("restarts", 0), **self._figures(job)}
         if not job.running:
             result.update(_outcome_fields(job))
         elif job.unsupervised:
@@ -457,7 +459,7 @@ class ProcessRegistry:
                 if done:
                     new.append(row)
             if _filed_under(row, task_id, session_key):
-                rows.append({**stats.IDLE, "rerun_of": None, **row})  # index rows written before these fields
+                rows.append({**stats.IDLE, "rerun_of": None, "stack": None, "restarts": 0, **row})  # index rows written before these fields
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
@@ -731,7 +733,34 @@ class ProcessRegistry:
                           notify_on_complete=bool(meta.get("notify_on_complete")),
                           watch_patterns=meta.get("watch_patterns") or None, rows=meta.get("rows", 30),
                           cols=meta.get("cols", 120), max_runtime=meta.get("max_runtime"),
-                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id, shell=_rerun_shell(meta))
+                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id, shell=_rerun_shell(meta),
+                          stack=meta.get("stack"), restarts=meta.get("restarts", 0) + 1 if meta.get("stack") else 0)
+
+    # ---- stacks (core/stacks/: a project's jobs with dependencies, probes, restarts) -----
+    def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
+           timeout: float | None = None) -> dict[str, Any]:
+        """Bring a stack up from its file (None: the first stack file in the current folder)."""
+        from .stacks import api
+
+        return api.up(self, path, name, wait=wait, timeout=timeout)
+
+    def down(self, stack: str | None = None, path: str | None = None) -> dict[str, Any]:
+        """Stop a stack's jobs, dependents first, and its supervisor."""
+        from .stacks import api
+
+        return api.down(self, stack, path)
+
+    def restart_stack(self, stack: str, job: str | None = None) -> dict[str, Any]:
+        """Restart a whole stack in dependency order, or one job of it."""
+        from .stacks import api
+
+        return api.restart(self, stack, job)
+
+    def stacks(self, name: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Every stack of the home (or the one named) with its state and its jobs' states."""
+        from .stacks import api
+
+        return api.stacks(self, name)
 
     # ---- live operations ---------------------------------------------------------------
     def _live(self, job: Job, message: dict[str, Any], timeout: float | None = 10.0) -> dict[str, Any]:
@@ -1112,6 +1141,13 @@ def _rerun_meta(env: dict[str, str] | None, quiet_after: float | None, rerun_of:
     return {"env": {k: str(v) for k, v in (env or {}).items()},
             "quiet_after": None if quiet_after is None else seconds(quiet_after, "quiet_after"),
             "rerun_of": str(rerun_of) if rerun_of else None}
+
+
+def _stack_meta(stack: object, restarts: object) -> dict[str, Any]:
+    """`stack` (a name) and `restarts` (a count) of a stack's job, checked."""
+    if stack is not None and not (isinstance(stack, str) and 0 < len(stack) <= 64):
+        raise BadInput("stack must be a stack name (1-64 characters)")
+    return {"stack": stack or None, "restarts": whole(restarts, "restarts", 0)}
 
 
 def _wait_timeout(timeout: float | None) -> tuple[float, str | None]:
