@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
 ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search", "restart",
-           "tree", "signal")
+           "tree", "signal", "up", "down")
 
 _DESCRIPTION = (
     "Run and control background processes (builds, test runs, dev servers, installers, REPLs) "
@@ -74,6 +74,12 @@ _DESCRIPTION = (
     "- signal sends `signal` (INT, TERM, HUP, USR1, USR2, QUIT, STOP, CONT, WINCH, KILL, or a "
     "number) to the job's process group, or with `pid` (from tree) to that one process only: "
     "e.g. INT to interrupt a stuck test runner's worker, HUP to make a server reload.\n"
+    "- A project's dev stack (db, api, web...) from its hermes-procs.toml, Procfile, "
+    "process-compose.yaml or mprocs.yaml: up (in `cwd`, or `path`; wait=true returns once every "
+    "job is ready, or says which failed and why) starts its jobs in dependency order and keeps "
+    "them (readiness probes, restart policies, file watching) after you are gone; list with "
+    "`stack` shows its jobs; restart with `stack` (and `job`) restarts it; down with `stack` "
+    "stops it, dependents first. Don't start a stack's pieces one by one.\n"
     "- Secrets (tokens, passwords) in output are masked as ***."
 )
 
@@ -88,7 +94,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "enum": list(ACTIONS),
                 "description": "What to do. start needs command; write needs session_id and data; "
                 "search needs pattern; signal needs session_id and signal; poll, log, wait, kill, "
-                "submit, close, screen, restart, tree need session_id; list needs nothing.",
+                "submit, close, screen, restart, tree need session_id (restart: or stack); list needs "
+                "nothing; up needs a stack file in cwd (or path); down needs stack (or path).",
             },
             "command": {
                 "type": "string",
@@ -98,7 +105,15 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "boolean",
                 "description": "start: run in a pseudo-terminal (REPLs, interactive prompts). Default false.",
             },
-            "cwd": {"type": "string", "description": "start: working directory (default: the current one)."},
+            "cwd": {"type": "string", "description": "start: working directory (default: the current one). "
+                    "up: the folder whose stack file to read."},
+            "path": {"type": "string", "description": "up, down: the stack file (hermes-procs.toml, Procfile, "
+                     "process-compose.yaml, mprocs.yaml)."},
+            "stack": {"type": "string", "description": "down, restart, list: the stack's name (up: its name, "
+                      "default the file's name or folder's name)."},
+            "job": {"type": "string", "description": "restart with stack: only this job of it."},
+            "wait_ready": {"type": "boolean", "description": "up: return once every job is ready (or one "
+                           "failed: the error says which and why)."},
             "name": {"type": "string", "description": "start: a short label shown in list and the dashboard."},
             "notify_on_complete": {
                 "type": "boolean",
@@ -144,7 +159,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
             },
             "timeout": {
                 "type": "number",
-                "description": "wait: seconds to wait at most (clamped to the server maximum, default 180).",
+                "description": "wait: seconds to wait at most (clamped to the server maximum, default 180). "
+                "up with wait_ready: seconds to wait for the stack (default 180).",
             },
             "until": {
                 "type": "string",
@@ -420,9 +436,14 @@ def _search(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 
 def _list(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     show_all = _get(args, "all", bool, default=False)
-    rows = reg.list(task_id=None if show_all or not task_id else task_id)
+    stack = _get(args, "stack", str)
+    rows = reg.list(task_id=None if show_all or not task_id or stack else task_id)
     if isinstance(rows, dict):  # an error dict
         return rows
+    if stack:
+        from .stacks import api
+
+        return {"processes": [r for r in rows if r.get("stack") == stack], "stacks": api.stacks(reg, stack)}
     return {"processes": list(rows)}
 
 
@@ -470,7 +491,29 @@ def _screen(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 
 
 def _restart(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    stack = _get(args, "stack", str)
+    if stack:
+        from .stacks import api
+
+        return _as_dict(api.restart(reg, stack, _get(args, "job", str)))
     return _as_dict(reg.restart(_session_id(args)))
+
+
+def _up(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    from .stacks import api
+
+    return _as_dict(api.up(reg, _get(args, "path", str), _get(args, "stack", str),
+                           wait=_get(args, "wait_ready", bool, default=False), timeout=_get(args, "timeout", float),
+                           cwd=_get(args, "cwd", str)))
+
+
+def _down(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    from .stacks import api
+
+    stack, path = _get(args, "stack", str), _get(args, "path", str)
+    if not stack and not path:
+        raise _ArgError("missing required argument 'stack' (the stack's name from up or list) or 'path'")
+    return _as_dict(api.down(reg, stack, path))
 
 
 def _tree(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
@@ -497,7 +540,7 @@ def _signal(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 _HANDLERS: dict[str, Callable[[ProcessRegistry, dict[str, Any], str | None], dict[str, Any]]] = {
     "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
     "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
-    "restart": _restart, "tree": _tree, "signal": _signal,
+    "restart": _restart, "tree": _tree, "signal": _signal, "up": _up, "down": _down,
 }
 
 

@@ -63,10 +63,11 @@ def _classes() -> list[type]:
     from .log_pane import LogPane
     from .main_screen import MainScreen
     from .proc_tree import TreeScreen
+    from .stack_actions import StackActions
     from .terminal import TerminalPane
 
-    return [JobsTable, MainScreen, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane, TreeScreen,
-            HermesApp]
+    return [JobsTable, MainScreen, StackActions, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane,
+            TreeScreen, HermesApp]
 
 
 def help_entries(keymap: dict[str, str] | None = None) -> list[HelpEntry]:
@@ -95,9 +96,11 @@ def palette_entries(app: HermesApp) -> list[tuple[str, str, str, Widget]]:
     for the command palette; the target is the widget the action runs on."""
     from .log_pane import LogPane
     from .main_screen import MainScreen
+    from .stack_actions import StackActions
 
     out: list[tuple[str, str, str, Widget]] = []
-    targets: tuple[tuple[Widget, type[Widget]], ...] = ((app.main, MainScreen), (app.main.log_pane, LogPane))
+    targets: tuple[tuple[Widget, type[Widget]], ...] = ((app.main, MainScreen), (app.main, StackActions),
+                                                        (app.main.log_pane, LogPane))
     for target, cls in targets:
         for binding in cls.__dict__.get("BINDINGS", []):
             if binding.tooltip and binding.action not in ("escape", "cancel_selection"):

@@ -22,6 +22,7 @@ __all__ = [
     "LogSaved",
     "SendMode",
     "SignalSent",
+    "StackChanged",
     "WaitingForInput",
 ]
 
@@ -106,3 +107,12 @@ class LogSaved(Message):
     path: str
     size: int
     plain: bool
+
+
+@dataclass
+class StackChanged(Message):
+    """A stack was brought up, down or restarted (`op`); `state` is its state right after."""
+
+    stack: str
+    op: str
+    state: str

@@ -15,7 +15,7 @@ from hermes_procs.core import ProcessRegistry
 READ_ONLY_ERROR = {"status": "error", "error": "read-only"}
 READ_ONLY_TOAST = "This dashboard is read-only: it shows jobs, it does not change them or write files."
 _REFUSED = frozenset({"spawn", "write", "submit", "close_stdin", "resize", "signal", "signal_process", "kill", "prune",
-                      "restart", "rerun", "remove"})
+                      "restart", "rerun", "remove", "up", "down", "restart_stack"})
 
 
 def refused(widget: Any, registry: Any) -> bool:

@@ -78,6 +78,9 @@ class JobRow:
     host: str = ""  # "" = this machine, else the remote host's label (core/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
     rerun_of: str = ""  # the job this one is a rerun of (registry.restart), else ""
+    stack: str = ""  # the stack the job belongs to (core/stacks/), else ""
+    restarts: int = 0  # how often its stack restarted it
+    member: bool = False  # shown under its stack's header row (tui/stack_view.py)
 
     @property
     def running(self) -> bool:
@@ -99,6 +102,7 @@ class SnapshotData:
     error: str | None = None
     hosts: list[dict[str, Any]] = field(default_factory=list)  # remote hosts' states
     trend: Trend | None = None  # the selected job's recent CPU, RSS and output rate (trends.py)
+    stacks: list[dict[str, Any]] = field(default_factory=list)  # the stacks' states (core/stacks/api.py)
 
 
 class Sampler(threading.Thread):
@@ -234,6 +238,7 @@ class Sampler(threading.Thread):
                 events = drained
         except Exception:
             pass
+        stacks = self._stacks()
         hosts: list[dict[str, Any]] = []
         if self._remotes:
             try:
@@ -250,7 +255,20 @@ class Sampler(threading.Thread):
             events=events,
             error=error,
             trend=trend,
+            stacks=stacks,
         )
+
+    def _stacks(self) -> list[dict[str, Any]]:
+        """Every stack's state (a few small files: state.json and a lock probe per stack)."""
+        if getattr(self.registry, "home", None) is None:
+            return []
+        try:
+            from hermes_procs.core.stacks import api
+
+            got = api.stacks(self.registry)
+        except Exception:  # the core must not take the dashboard down
+            return []
+        return got if isinstance(got, list) else []
 
     def _list(self) -> list[dict[str, Any]]:
         """``registry.list()``, skipped while nothing can have changed: no job was running at
@@ -340,4 +358,6 @@ class Sampler(threading.Thread):
             host=job.get("host") or "",
             unreachable=unreachable,
             rerun_of=job.get("rerun_of") or "",
+            stack=safe_line(job.get("stack") or ""),
+            restarts=int(job.get("restarts") or 0),
         )

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .core_api import ProcessRegistry
 
 R = TypeVar("R")
-START_WAIT = 10.0  # seconds for a new supervisor to report
+SETTLE = 1.0  # seconds a stack must stay up before `up --wait` says it is
 SETTLING = ("waiting", "starting", "restarting")
 BAD = ("failed", "blocked", "unready", "stopped")
 
@@ -107,9 +107,10 @@ def read_json_line(line: bytes) -> dict[str, Any]:
 
 
 def _wait(folder: Path, timeout: float | None) -> dict[str, Any]:
-    """Until no job is settling (waiting, starting, restarting before it was ever ready) or
-    `timeout` passes: `up`, or an error naming the first job that failed and why."""
+    """Until the stack has been up for SETTLE seconds, a job failed (an error naming it and
+    why) or `timeout` passes (an error naming the jobs still settling)."""
     deadline = time.monotonic() + (180.0 if timeout is None else timeout)
+    up_since = None
     while True:
         result = status(folder)
         jobs = result.get("jobs", [])
@@ -118,8 +119,9 @@ def _wait(folder: Path, timeout: float | None) -> dict[str, Any]:
             first = bad[0]
             return {**result, "status": "error",
                     "error": f"stack {folder.name}: {first['name']} {first['state']}: {first['message']}"}
-        if result["state"] == "up":
-            return result
+        up_since = (up_since or time.monotonic()) if result["state"] == "up" else None
+        if up_since is not None and time.monotonic() - up_since >= SETTLE:
+            return result  # up, and not for a moment between two crashes of a job with no probe
         if time.monotonic() > deadline:
             settling = ", ".join(f"{j['name']} {j['state']}" for j in jobs if j["state"] in SETTLING)
             return {**result, "status": "error", "error": f"stack {folder.name} is not up yet: {settling}"}
