@@ -1,6 +1,8 @@
 """hermes-procs.toml: the stack's own format, one ``[jobs.NAME]`` table per job.
 
     name = "shop"                      # optional; default: the folder's name
+    debounce = 0.3                     # seconds watched files stay unchanged before a restart
+    watch_interval = 0.5               # seconds between looks at watched files
     [jobs.db]
     command = "postgres -D data"
     ready = { port = 5432, timeout = 30 }
@@ -30,7 +32,7 @@ from . import schema
 from .envfile import read_env_files
 from .model import CONDITIONS, POLICIES, JobSpec, Probe, StackError, StackSpec, check_graph
 
-TOP_KEYS = ("name", "jobs", "debounce")
+TOP_KEYS = ("name", "jobs", "debounce", "watch_interval")
 JOB_KEYS = ("command", "cwd", "env", "env_file", "pty", "depends_on", "ready", "restart", "max_restarts",
             "backoff", "backoff_max", "watch", "stop_grace", "autostart")
 READY_KEYS = ("port", "output", "http", "exec", "timeout", "interval", "initial_delay")
@@ -48,7 +50,8 @@ def load(source: str, root: str, data: bytes, label: str) -> StackSpec:
     if "jobs" not in doc:
         raise StackError(f"{label}: no [jobs.NAME] table")
     spec = StackSpec(name=schema.text(doc, "name", label) or "", source=source, format="toml", root=root,
-                     debounce=schema.seconds(doc, "debounce", label, 0.3))
+                     debounce=schema.seconds(doc, "debounce", label, 0.3),
+                     watch_interval=schema.seconds(doc, "watch_interval", label, 0.5, allow_zero=False))
     for name, raw in schema.table(doc["jobs"], f"{label}: jobs").items():
         spec.jobs[name] = job(name, raw, root, f"{label}: jobs.{schema.job_name(name, label)}")
     check_graph(spec.jobs, label)
