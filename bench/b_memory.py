@@ -17,8 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from hermes_procs.core import ProcessRegistry, listindex
-from hermes_procs.core.paths import new_session_id
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry import listindex
+from hermes_procs.core.registry.paths import new_session_id
 
 from .common import Config, Row, cold_spawns, interleave, temp_home, warm_template
 

@@ -1,5 +1,5 @@
 """Cost of the live figures in poll/list (awaiting_input, quiet_seconds, cpu_percent, rss_bytes,
-process_count: core/stats.py), for 1 running job (poll) and 100 running jobs (list).
+process_count: core/supervisor/stats.py), for 1 running job (poll) and 100 running jobs (list).
 
 Each job is `sleep 600`. Baseline: the same call on a registry whose figures are switched off
 (they return the idle constants), so the difference is what the /proc reads cost.
@@ -10,7 +10,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from hermes_procs.core import ProcessRegistry, stats
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.supervisor import stats
 
 from .common import Config, Row, interleave, temp_home
 

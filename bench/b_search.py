@@ -2,7 +2,7 @@
 
 * `registry.search` over a 64 MB log (500 MB with --full), a literal and a regex, against
   `grep -cE` over the same bytes: throughput in MB/s (higher is better). The pattern runs in
-  RE2 (core/userregex.py); the issue 26 target is >= 0.5x grep.
+  RE2 (core/registry/userregex.py); the issue 26 target is >= 0.5x grep.
 * `prune` of a home whose events.jsonl holds 120 MB of events every consumer has read (30 MB
   quick), and the first drain of a new consumer afterwards, against `wc -l` of the same file.
 """

@@ -11,7 +11,7 @@ import sys
 import time
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.envsafe import shell_argv
+from hermes_procs.core.registry.envsafe import shell_argv
 
 from .common import Config, Row, cold_spawns, interleave, temp_home, warm_template
 

@@ -66,7 +66,7 @@ class _Page:
     """One browser page on the dashboard; `text()` is what the app sent it, as plain text."""
 
     def __init__(self, browser, url: str) -> None:
-        from hermes_procs.core.text import strip_ansi
+        from hermes_procs.core.supervisor.text import strip_ansi
 
         self._strip = strip_ansi
         self.frames: list[bytes] = []

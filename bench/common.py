@@ -105,7 +105,7 @@ def temp_home(prefix: str = "hpb"):
 
 def warm_template(reg) -> None:
     """Spawn once (cold: that starts the home's supervisor template) and wait until it serves."""
-    from hermes_procs.core import template
+    from hermes_procs.core.supervisor import template
 
     job = reg.spawn("true")
     reg.wait(job["session_id"], timeout=30)
@@ -133,7 +133,7 @@ def kill_supervisors(home: Path) -> None:
     import json
     import signal
 
-    from hermes_procs.core.proctree import is_alive
+    from hermes_procs.core.supervisor.proctree import is_alive
 
     jobs = home / "jobs"
     if not jobs.is_dir():

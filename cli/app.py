@@ -52,7 +52,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from hermes_procs.core.version import version
+        from hermes_procs.core.registry.version import version
 
         typer.echo(f"{PROG} {version()}")
         raise typer.Exit()

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from hermes_procs.core.model import JobInfo, Signal
-from hermes_procs.core.text import safe_line
+from hermes_procs.core.registry.model import JobInfo, Signal
+from hermes_procs.core.supervisor.text import safe_line
 
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional, Protocol
 
 import typer
 
-from hermes_procs.core.text import safe_strings
+from hermes_procs.core.supervisor.text import safe_strings
 
 from .app import app
 from .jobtable import jobs_text
@@ -50,7 +50,7 @@ def plugged() -> Dashboard:
 
 def open_dashboard(home: Optional[str], demo: bool) -> None:
     """The dashboard over `home`, with the remote hosts of --host ($HERMES_PROCS_HOST), the
-    config file and the memory of this home (core/hosts.py)."""
+    config file and the memory of this home (core/remote/hosts.py)."""
     _check_host()
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
@@ -64,8 +64,8 @@ def _check_host() -> None:
     host = os.environ.get("HERMES_PROCS_HOST")
     if host in (None, "", "local"):
         return
-    from hermes_procs.core.config import ConfigError, host_aliases
-    from hermes_procs.core.remote import parse_host
+    from hermes_procs.core.remote.client import parse_host
+    from hermes_procs.core.remote.config import ConfigError, host_aliases
 
     try:
         parse_host(host, host_aliases())

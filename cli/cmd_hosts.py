@@ -1,7 +1,7 @@
 """`hosts`: the remote hosts the dashboard shows and how each answers; `--forget` drops one.
 
 The dashboard shows the hosts named with --host ($HERMES_PROCS_HOST), the `[hosts]` of the
-config file and every host a job was started on from this machine (core/hosts.py).
+config file and every host a job was started on from this machine (core/remote/hosts.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from hermes_procs.core.text import safe_strings
+from hermes_procs.core.supervisor.text import safe_strings
 
 from .app import app
 from .options import HomeOpt, JsonOpt, opts
@@ -29,7 +29,7 @@ def hosts_cmd(
 ) -> None:
     """The remote hosts the dashboard shows, each connected to: state, running/total jobs."""
     home, as_json = opts(ctx, home, as_json)
-    from hermes_procs.core import hosts as hostset
+    from hermes_procs.core.remote import hosts as hostset
 
     if forget is not None:
         if not hostset.forget(forget, home):
@@ -53,7 +53,7 @@ def _probe(urls: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = [{} for _ in urls]
 
     def one(i: int, url: str) -> None:
-        from hermes_procs.core.remote import RemoteRegistry
+        from hermes_procs.core.remote.client import RemoteRegistry
 
         try:
             reg = RemoteRegistry(url)

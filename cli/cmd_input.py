@@ -92,7 +92,7 @@ def attach_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None) -> N
     home, _ = opts(ctx, home)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError("attach needs a terminal on stdin and stdout")
-    from hermes_procs.core.attach import AttachError, attach_terminal
+    from hermes_procs.core.registry.attach import AttachError, attach_terminal
 
     reg = registry(home)
     try:

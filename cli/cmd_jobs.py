@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from hermes_procs.core.model import JobInfo
+from hermes_procs.core.registry.model import JobInfo
 
 from .app import app
 from .jobtable import jobs_text
@@ -159,7 +159,7 @@ def log_cmd(
             raise CliError("--since and --follow cannot be combined (--since reads what is on disk)")
         if as_json:
             raise CliError("--follow and --json cannot be combined (use `events --follow` for JSON lines)")
-        from hermes_procs.core.livestream import AttachError
+        from hermes_procs.core.registry.livestream import AttachError
 
         from .follow import follow_log
 

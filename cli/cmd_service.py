@@ -16,7 +16,7 @@ def mcp_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
     """Run the MCP server on stdio."""
     home, _ = opts(ctx, home)
     try:
-        from hermes_procs.core.mcp_server import serve
+        from hermes_procs.core.agents.mcp_server import serve
     except ImportError as exc:
         raise CliError(f"the MCP server is not available ({exc}): install the mcp extra, e.g. pip install "
                        "'hermes-procs[mcp]' (in a checkout: pip install -e '.[mcp]')") from exc
@@ -38,7 +38,7 @@ def events_cmd(
 ) -> None:
     """Print undelivered events as JSON lines (one object per line), exactly once per consumer."""
     home, _ = opts(ctx, home, as_json)
-    from hermes_procs.core.events_stream import iter_events
+    from hermes_procs.core.agents.events_stream import iter_events
 
     reg = registry(home)
     try:

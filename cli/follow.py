@@ -1,6 +1,6 @@
 """`log --follow`: print the last lines of a job's output, then its live output until it ends.
 
-The bytes come from the job's live stream (core/livestream.py: the log before it, then the live
+The bytes come from the job's live stream (core/registry/livestream.py: the log before it, then the live
 bytes, reconnecting and filling gaps), so nothing is printed twice or skipped.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from hermes_procs.core.livestream import AttachError, LiveStream, exit_summary, log_before, resolve
-from hermes_procs.core.textfilter import TextFilter
+from hermes_procs.core.registry.livestream import AttachError, LiveStream, exit_summary, log_before, resolve
+from hermes_procs.core.registry.textfilter import TextFilter
 
 
 class _Printer:

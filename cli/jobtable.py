@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from hermes_procs.core.model import JobInfo
+from hermes_procs.core.registry.model import JobInfo
 
 from .output import fmt_duration, fmt_started
 

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Union
 
-from hermes_procs.core.model import JobInfo
-from hermes_procs.core.text import safe_json, safe_line, safe_strings, safe_text
+from hermes_procs.core.registry.model import JobInfo
+from hermes_procs.core.supervisor.text import safe_json, safe_line, safe_strings, safe_text
 
 PROG = "hermes-procs"
 ERROR_STATUSES = ("error", "not_found")
@@ -51,7 +51,7 @@ def warn(message: str) -> None:
 
 
 def host_warning(registry: Any) -> None:
-    """Warn about what a remote host said of itself (core/reaper.py: nobody there collects the
+    """Warn about what a remote host said of itself (core/supervisor/reaper.py: nobody there collects the
     exits of finished jobs), once the registry has connected."""
     warning = registry.status().get("warning") if getattr(registry, "remote", False) else None
     if warning:

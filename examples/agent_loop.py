@@ -33,7 +33,7 @@ import sys
 import time
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+from hermes_procs.core.agents.tool import PROCESS_TOOL_SCHEMA, handle_process
 
 BUILD = r"""
 echo "[build] configuring"

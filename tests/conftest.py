@@ -52,8 +52,8 @@ def login_shell_home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def hermes(home, login_shell_home):
-    """A Hermes adapter (core/compat.py) over the temporary home; kills its jobs afterwards."""
-    from hermes_procs.core.compat import HermesProcessRegistry
+    """A Hermes adapter (core/agents/compat.py) over the temporary home; kills its jobs afterwards."""
+    from hermes_procs.core.agents.compat import HermesProcessRegistry
 
     reg = HermesProcessRegistry(home=home)
     yield reg
@@ -122,9 +122,9 @@ def _no_stray_env(monkeypatch):
     monkeypatch.delenv("HERMES_PROCS_MAX_WAIT", raising=False)
     monkeypatch.delenv("HERMES_PROCS_LOG_CAP", raising=False)
     monkeypatch.delenv("HERMES_PROCS_REDACT", raising=False)
-    # each test home's warm supervisor template (core/template.py) goes soon after its test
+    # each test home's warm supervisor template (core/supervisor/template.py) goes soon after its test
     monkeypatch.setenv("HERMES_PROCS_TEMPLATE_IDLE", "30")
-    # and is no subreaper staying for good where pid 1 collects no exits (core/reaper.py: a CI
+    # and is no subreaper staying for good where pid 1 collects no exits (core/supervisor/reaper.py: a CI
     # container's may not; tests/test_template_reaper.py and the container tests cover that;
     # jobs and servers started with an environment of their own may still get one there)
     monkeypatch.setenv("HERMES_PROCS_REAPER", "off")

@@ -1,5 +1,5 @@
 """poll/list carry what the dashboard shows: awaiting_input, quiet_seconds, cpu_percent,
-rss_bytes, process_count of the job's whole tree (core/stats.py), on real processes."""
+rss_bytes, process_count of the job's whole tree (core/supervisor/stats.py), on real processes."""
 
 from conftest import wait_until
 

@@ -137,7 +137,7 @@ def test_restart_reports_a_cwd_that_is_gone(registry, tmp_path):
 # ---- the process tool and the CLI -----------------------------------------------------------
 
 def test_tool_actions(registry):
-    from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+    from hermes_procs.core.agents.tool import PROCESS_TOOL_SCHEMA, handle_process
 
     def call(**args):
         return json.loads(handle_process(args, registry=registry, task_id="tt"))

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from hermes_procs.core.textfilter import TextFilter
+from hermes_procs.core.registry.textfilter import TextFilter
 
 PY = sys.executable
 

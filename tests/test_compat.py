@@ -9,8 +9,8 @@ import pytest
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.compat import HermesProcessRegistry, ProcessSession
-from hermes_procs.core.events_stream import iter_events
+from hermes_procs.core.agents.compat import HermesProcessRegistry, ProcessSession
+from hermes_procs.core.agents.events_stream import iter_events
 
 pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 
@@ -139,7 +139,7 @@ def test_redaction_off(home, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------
-# the event stream (hermes_procs.core.events_stream)
+# the event stream (hermes_procs.core.agents.events_stream)
 # ------------------------------------------------------------------------------------------
 
 def test_iter_events_all_types_once_per_consumer(registry):

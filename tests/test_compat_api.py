@@ -106,7 +106,7 @@ def test_wait_interrupted_by_event_or_callable(hermes):
 
 def test_wait_sees_hermes_per_thread_interrupt(hermes, monkeypatch):
     """Hermes' `tools.interrupt.is_interrupted()` flag (per thread) stops a wait on that thread only."""
-    import hermes_procs.core.compat_stock as compat_stock
+    import hermes_procs.core.agents.compat_stock as compat_stock
 
     flagged: set[threading.Thread] = set()  # thread objects: a finished thread's ident is reused
     tools = types.ModuleType("tools")

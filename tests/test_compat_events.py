@@ -7,7 +7,7 @@ import os
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core.compat import HermesProcessRegistry, format_process_notification
+from hermes_procs.core.agents.compat import HermesProcessRegistry, format_process_notification
 
 pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 
@@ -170,7 +170,7 @@ def test_pump_reports_a_failure_once(hermes, caplog):
     cursor.unlink()
     cursor.mkdir()  # the cursor can no longer be opened
     try:
-        with caplog.at_level(logging.WARNING, logger="hermes_procs.core.compat"):
+        with caplog.at_level(logging.WARNING, logger="hermes_procs.core.agents.compat"):
             assert hermes.pump() == 0 and hermes.pump() == 0
         warnings = [r for r in caplog.records if "event log" in r.getMessage()]
         assert len(warnings) == 1
@@ -197,7 +197,7 @@ def test_registry_set_watch_patterns(registry):
     registry.submit(job["session_id"], "")  # the line is printed only after the patterns are set
     assert registry.set_watch_patterns(job["session_id"], "LATER")["status"] == "error"
     assert registry.set_watch_patterns(job["session_id"], [""])["status"] == "error"
-    from hermes_procs.core import protocol
+    from hermes_procs.core.registry import protocol
 
     raw = protocol.request(registry.job_dir(job["session_id"]), {"op": "watch", "patterns": "LATER"})
     assert raw["ok"] is False and "list" in raw["error"]  # a raw socket client gets a clear no

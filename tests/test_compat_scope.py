@@ -9,7 +9,7 @@ import time
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core.compat import HermesProcessRegistry
+from hermes_procs.core.agents.compat import HermesProcessRegistry
 
 pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 
@@ -91,7 +91,7 @@ def test_kill_started_since_spares_the_baseline(hermes):
 
 AGENT = textwrap.dedent("""
     import sys
-    from hermes_procs.core.compat import HermesProcessRegistry
+    from hermes_procs.core.agents.compat import HermesProcessRegistry
     reg = HermesProcessRegistry(home=sys.argv[1])
     s = reg.spawn_local("sleep 30", task_id="t1", session_key="chat-9")
     s.notify_on_complete = True

@@ -13,9 +13,9 @@ import time
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core import compat_output, compat_stock
-from hermes_procs.core.compat_adopt import stock_entries
-from hermes_procs.core.compat_secrets import SecretValues
+from hermes_procs.core.agents import compat_output, compat_stock
+from hermes_procs.core.agents.compat_adopt import stock_entries
+from hermes_procs.core.agents.compat_secrets import SecretValues
 
 pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote import connection, parse_host
+from hermes_procs.core.remote.client import connection, parse_host
 
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(dockerd.available() is not None, reason=str(dockerd.available()))]

@@ -8,7 +8,7 @@ import time
 
 from conftest import wait_until
 
-from hermes_procs.core import proctree
+from hermes_procs.core.supervisor import proctree
 
 
 def _pids_from_log(registry, sid, count):
@@ -183,7 +183,7 @@ def test_shorter_kill_shortens_the_kill_in_progress(registry, alive):
 
 
 def test_kill_grace_must_be_finite(registry, alive):
-    from hermes_procs.core import protocol
+    from hermes_procs.core.registry import protocol
 
     job = _term_ignoring_job(registry)
     sid = job["session_id"]

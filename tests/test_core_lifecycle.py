@@ -246,7 +246,7 @@ def test_terminal_queries_answered_while_nobody_attached(registry):
 
 
 def test_stream_continues_the_log_without_gap_or_repeat(registry):
-    from hermes_procs.core import logstore
+    from hermes_procs.core.registry import logstore
 
     go = registry.home / "go"  # the job cannot end before the stream is attached, however loaded
     job = registry.spawn(f"for i in $(seq 1 3000); do echo line-$i; done; while [ ! -e {go} ]; do sleep 0.01; done; "

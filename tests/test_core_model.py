@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_procs.core.model import JobInfo, Outcome, Signal, Status, parse_time, shell_exit_code
+from hermes_procs.core.registry.model import JobInfo, Outcome, Signal, Status, parse_time, shell_exit_code
 
 
 def job(**fields) -> JobInfo:

@@ -1,4 +1,4 @@
-"""When output arrived: the supervisor's times.idx (core/timeline.py), read_log(since=), the
+"""When output arrived: the supervisor's times.idx (core/supervisor/timeline.py), read_log(since=), the
 CLI's `log --since` and the agent tool's `since`, over real jobs that print, sleep and print."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core import timeline
-from hermes_procs.core.logstore import dropped_bytes
-from hermes_procs.core.tool import run_action
+from hermes_procs.core.agents.tool import run_action
+from hermes_procs.core.registry.logstore import dropped_bytes
+from hermes_procs.core.supervisor import timeline
 
 # prints, waits for the test's go-file, sleeps past the index's 100 ms step, prints again
 EARLY_LATE = ("for i in 1 2 3; do echo early $i; done; while [ ! -e go ]; do sleep 0.02; done; "

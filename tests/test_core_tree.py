@@ -16,7 +16,7 @@ import sshd as sshd_mod
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.hosts import HostSet
+from hermes_procs.core.remote.hosts import HostSet
 
 PY = shlex.quote(sys.executable)
 ASKS = f"sleep 100 & {PY} -c 'input()'"  # a background sleeper and a process asking for input
@@ -201,7 +201,7 @@ def test_signal_reaches_an_unsupervised_job_by_its_group(registry, alive):
 
 def test_descendants_by_a_proc_scan_finds_children_and_grandchildren():
     """stats.tree's fallback where the kernel has no `children` files (it was missing)."""
-    from hermes_procs.core import proctree
+    from hermes_procs.core.supervisor import proctree
 
     outer = subprocess.Popen(["sh", "-c", "sleep 60 & wait"])
     try:

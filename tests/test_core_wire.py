@@ -1,4 +1,4 @@
-"""The protocol's shared vocabulary (core/wire.py): both ends use it, and a client meeting a
+"""The protocol's shared vocabulary (core/supervisor/wire.py): both ends use it, and a client meeting a
 newer supervisor says so clearly."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import socket
 
 import pytest
 
-from hermes_procs.core import protocol, wire
+from hermes_procs.core.registry import protocol
+from hermes_procs.core.supervisor import wire
 
 
 def test_every_op_has_its_reply_keys():

@@ -164,7 +164,7 @@ def test_prune_removes_cursors_and_checkpoints_of_crashed_consumers(registry, ho
     # a Hermes adapter and a dashboard consumer in processes that are then killed (-9)
     prog = textwrap.dedent("""
         import sys, time
-        from hermes_procs.core.compat import HermesProcessRegistry
+        from hermes_procs.core.agents.compat import HermesProcessRegistry
         from hermes_procs.core import ProcessRegistry
         adapter = HermesProcessRegistry(home=sys.argv[1])
         session = adapter.spawn_local("sleep 30")

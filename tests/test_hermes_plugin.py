@@ -59,7 +59,7 @@ def _both(runs, name):
 def test_enabled_with_hermes_own_command(runs):
     """`hermes plugins enable hermes-procs` is all it takes: Hermes' registry is the adapter."""
     assert runs["stock"]["registry"] == "tools.process_registry"
-    assert runs["plugin"]["registry"] == "hermes_procs.core.compat"
+    assert runs["plugin"]["registry"] == "hermes_procs.core.agents.compat"
     listed = runs["hermes"].hermes("plugins", "list", "--plain").stdout
     assert re.search(r"^enabled\s+entrypoint\s+\S+\s+hermes-procs$", listed, re.MULTILINE), listed
 
@@ -288,7 +288,7 @@ def test_a_home_it_refuses_leaves_hermes_working(tmp_path):
 def test_when_active_the_log_says_where_the_jobs_are(tmp_path):
     hermes = Hermes(tmp_path, plugin=True)
     got = hermes.run(LOGGED)
-    assert got.stdout.split() == ["hermes_procs.core.compat", "True"], got.stderr
+    assert got.stdout.split() == ["hermes_procs.core.agents.compat", "True"], got.stderr
     assert f"hermes-procs is active: background processes are durable jobs in {hermes.procs_home}" in hermes.log()
 
 

@@ -107,7 +107,7 @@ def test_errors_quoting_a_hostile_value_are_safe(registry, hostile, tmp_path):
 def test_the_agent_tools_json_escapes_them_too(registry, hostile):
     """The process tool's JSON string (and the MCP server's text, the same function) may be
     printed by an agent's UI: no raw C1 or bidi control, the exact values after decoding."""
-    from hermes_procs.core.tool import handle_process
+    from hermes_procs.core.agents.tool import handle_process
 
     text = handle_process({"action": "list"}, registry)
     assert not UNSAFE.findall(text.encode()), text[:300]

@@ -1,4 +1,4 @@
-"""The index of finished jobs (core/listindex.py): a cold list() reads it instead of every job
+"""The index of finished jobs (core/registry/listindex.py): a cold list() reads it instead of every job
 folder, and stays right when the index is missing, damaged, stale or written concurrently."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import shutil
 
 from conftest import supervisor_gone
 
-from hermes_procs.core import ProcessRegistry, listindex
-from hermes_procs.core import registry as registry_mod
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry import listindex
+from hermes_procs.core.registry import process_registry as registry_mod
 
 
 def _finished(registry, n: int) -> list[str]:

@@ -12,7 +12,8 @@ import shutil
 import pytest
 from conftest import until_async, wait_until
 
-from hermes_procs.core import ProcessRegistry, stats
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.supervisor import stats
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.sampler import Sampler
@@ -123,8 +124,8 @@ async def test_the_dashboard_tells_the_sampler_which_rows_are_on_screen(registry
 
 
 def test_spawn_counts_the_job_folders_in_one_stat(registry):
-    from hermes_procs.core.paths import list_job_ids
-    from hermes_procs.core.registry import _folder_count
+    from hermes_procs.core.registry.paths import list_job_ids
+    from hermes_procs.core.registry.process_registry import _folder_count
 
     for _ in range(3):
         registry.wait(registry.spawn("true")["session_id"], timeout=30)

@@ -1,4 +1,4 @@
-"""Tests of hermes_procs.core.logstore over real files: segments, byte ranges, lines, rotation."""
+"""Tests of hermes_procs.core.registry.logstore over real files: segments, byte ranges, lines, rotation."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import time
 from pathlib import Path
 
-from hermes_procs.core import logstore
-from hermes_procs.core.logstore import (
+from hermes_procs.core.registry import logstore
+from hermes_procs.core.registry.logstore import (
     LINE_CAP,
     LineIndex,
     dropped_bytes,

@@ -12,7 +12,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.mcp_server import TOOL_NAMES
+from hermes_procs.core.agents.mcp_server import TOOL_NAMES
 
 GHP = "ghp_" + "a1B2c3D4e5" * 4
 
@@ -238,7 +238,7 @@ def test_serve_function_directly(tmp_path):
     home = tmp_path / "home"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", f"from hermes_procs.core.mcp_server import serve; serve({str(home)!r})"])
+        args=["-c", f"from hermes_procs.core.agents.mcp_server import serve; serve({str(home)!r})"])
 
     async def main():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

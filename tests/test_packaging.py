@@ -70,8 +70,6 @@ def test_python_m_hermes_procs_from_elsewhere(installed, tmp_path):
     assert (proc.returncode, proc.stdout) == (0, f"hermes-procs {__version__}\n"), proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22: the checkout root's hermes_procs/ folder shadows the "
-                                       "installed package (No module named 'hermes_procs.cli')")
 def test_python_m_hermes_procs_from_the_checkout_root(installed):
     proc = run_installed(installed, ROOT, "--help")
     assert proc.returncode == 0 and "Usage: hermes-procs" in proc.stdout, proc.stderr

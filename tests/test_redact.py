@@ -2,7 +2,7 @@
 
 import pytest
 
-from hermes_procs.core.redact import redact, redact_obj
+from hermes_procs.core.registry.redact import redact, redact_obj
 
 GHP = "ghp_" + "a1B2c3D4e5" * 4
 OPENAI = "sk-" + "Z9y8X7w6V5" * 5

@@ -1,4 +1,4 @@
-"""Masking is linear: every pattern of core/redact.py on adversarial 1 MB inputs costs at most
+"""Masking is linear: every pattern of core/registry/redact.py on adversarial 1 MB inputs costs at most
 RATIO times a plain re.sub over the same input, measured in the same test (a ratio, not a
 wall-clock bound: a quadratic pattern is thousands of times slower at this size, a loaded
 machine slows both sides alike). The plain re.sub matches every character (``.`` with
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from hermes_procs.core import redact as R
+from hermes_procs.core.registry import redact as R
 
 MB = 1 << 20
 RATIO = 20

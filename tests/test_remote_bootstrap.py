@@ -16,7 +16,7 @@ import pytest
 import sshd as sshd_mod
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote import connection, parse_host, shipped_code
+from hermes_procs.core.remote.client import connection, parse_host, shipped_code
 
 pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
 
@@ -75,8 +75,8 @@ def _plant_code(root: Path, marker: Path, uid: int) -> None:
     only notes that it ran."""
     core = root / "hermes_procs" / "core"
     payload = PAYLOAD.format(marker=str(marker)).replace("'", "'\\''")
-    _as(uid, f"mkdir -p {core} && touch {root}/hermes_procs/__init__.py {core}/__init__.py && "
-             f"printf '%s' '{payload}' > {core}/stdio_server.py")
+    _as(uid, f"mkdir -p {core}/remote && touch {root}/hermes_procs/__init__.py {core}/__init__.py "
+             f"{core}/remote/__init__.py && printf '%s' '{payload}' > {core}/remote/stdio_server.py")
 
 
 def _imported(marker: Path, cache: Path) -> bool:
@@ -128,7 +128,7 @@ def test_a_cache_entry_that_differs_from_the_code_sent_is_rebuilt(server, place,
     cache, marker = place
     assert _connect(server, cache, monkeypatch)["code"] == "sent"
     digest, _ = shipped_code()
-    served = cache / "hermes-procs" / "code" / digest / "hermes_procs" / "core" / "stdio_server.py"
+    served = cache / "hermes-procs" / "code" / digest / "hermes_procs" / "core" / "remote" / "stdio_server.py"
     served.write_text(PAYLOAD.format(marker=str(marker)) + "raise SystemExit(3)\n")  # damaged, or altered
     again = _connect(server, cache, monkeypatch)
     assert again["state"] == "connected" and again["code"] == "sent", again

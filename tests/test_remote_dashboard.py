@@ -14,7 +14,7 @@ import sshd as sshd_mod
 from pilot import confirm, until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.hosts import HostSet, dashboard_registry
+from hermes_procs.core.remote.hosts import HostSet, dashboard_registry
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import DetailTitle, TopBar
 from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, RerunScreen
@@ -176,7 +176,7 @@ def test_hosts_command_lists_connects_and_forgets(server, tmp_path):
 def test_hermes_adapter_stays_local_when_the_cli_default_host_is_remote(tmp_path, monkeypatch, login_shell_home):
     """$HERMES_PROCS_HOST sets the CLI's default host; the adapter (which reads job folders
     directly) keeps its jobs on this machine instead of breaking."""
-    from hermes_procs.core.compat import HermesProcessRegistry
+    from hermes_procs.core.agents.compat import HermesProcessRegistry
 
     monkeypatch.setenv("HERMES_PROCS_HOST", "ssh://nobody@nonexistent.invalid")
     adapter = HermesProcessRegistry(home=tmp_path / "home")

@@ -99,7 +99,7 @@ def test_pty_submit_and_the_screen_of_a_repl(box):
     # the CLI and the agent tool go the same way
     printed = cli(box, "screen", sid)
     assert printed.returncode == 0 and "42" in printed.stdout, printed.stderr
-    from hermes_procs.core.tool import handle_process
+    from hermes_procs.core.agents.tool import handle_process
 
     tool = json.loads(handle_process({"action": "screen", "session_id": sid, "host": box.host.url}))
     assert "42" in tool["lines"], tool
@@ -169,8 +169,8 @@ def test_cli_run_log_follow_submit_kill(box):
 
 def test_agent_tool_and_mcp_take_a_host(box, tmp_path):
     """The `process` tool's and the MCP tools' `host` argument."""
-    from hermes_procs.core.mcp_server import build_server
-    from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+    from hermes_procs.core.agents.mcp_server import build_server
+    from hermes_procs.core.agents.tool import PROCESS_TOOL_SCHEMA, handle_process
 
     assert "host" in PROCESS_TOOL_SCHEMA["parameters"]["properties"]
     started = json.loads(handle_process({"action": "start", "command": "echo on-box", "host": box.host.url}))

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.container_state import down_reason
-from hermes_procs.core.remote import connection, parse_host
+from hermes_procs.core.remote.client import connection, parse_host
+from hermes_procs.core.remote.container_state import down_reason
 
 
 def test_k8s_argv():

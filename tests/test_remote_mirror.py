@@ -1,4 +1,4 @@
-"""The local mirror of a remote job's log (core/hosts.py) and its times: what the host sends is
+"""The local mirror of a remote job's log (core/remote/hosts.py) and its times: what the host sends is
 copied at the mirror's own offsets, and malformed or out-of-order time records are left out.
 The host here is a registry-like object answering log_bytes as a host's stdio server would."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from conftest import wait_until
 
-from hermes_procs.core import timeline
-from hermes_procs.core.hosts import _Mirror
+from hermes_procs.core.remote.hosts import _Mirror
+from hermes_procs.core.supervisor import timeline
 
 
 class Host:

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core.remote import shipped_code
+from hermes_procs.core.remote.client import shipped_code
 
 
 def test_shipped_code_needs_at_most_python_3_9(tmp_path):
     _, data = shipped_code()
     zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
     files = sorted(str(p) for p in (tmp_path / "hermes_procs").rglob("*.py"))
-    assert any(f.endswith("core/supervisor.py") for f in files)
-    assert not any(f.endswith("mcp_server.py") for f in files)
+    assert any(f.endswith("core/supervisor/supervisor.py") for f in files)
+    assert not any(f.endswith("mcp_server.py") or "/agents/" in f for f in files)
     assert (tmp_path / "ptyprocess" / "ptyprocess.py").exists()  # PTY jobs start with it
     files += sorted(str(p) for p in (tmp_path / "ptyprocess").glob("*.py"))
     res = subprocess.run([str(Path(sys.executable).with_name("vermin")), "-t=3.9-", "--no-tips", "--violations",
@@ -87,9 +87,11 @@ def test_shipped_code_imports_on_python_3_9(tmp_path):
         pytest.skip("no Python 3.9 on this machine")
     _, data = shipped_code()
     zipfile.ZipFile(io.BytesIO(data)).extractall(tmp_path)
-    names = sorted(p.stem for p in (tmp_path / "hermes_procs" / "core").glob("*.py") if p.stem != "__init__")
-    # the package's modules, and core/ itself on the path as for the supervisor (`import wire`)
-    script = ("import importlib, sys\nsys.path[:0] = [sys.argv[1], sys.argv[1] + '/hermes_procs/core']\n"
+    core = tmp_path / "hermes_procs" / "core"
+    names = sorted(".".join(p.relative_to(core).with_suffix("").parts) for p in core.rglob("*.py")
+                   if p.stem != "__init__")
+    # the package's modules, and the supervisor's folder on the path as for the supervisor (`import wire`)
+    script = ("import importlib, sys\nsys.path[:0] = [sys.argv[1], sys.argv[1] + '/hermes_procs/core/supervisor']\n"
               "for name in sys.argv[2:]:\n    importlib.import_module('hermes_procs.core.' + name)\n")
     res = subprocess.run([exe, "-I", "-c", script, str(tmp_path), *names], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -103,7 +105,7 @@ def test_the_bootstrap_runs_isolated_on_python_3_9(tmp_path):
         pytest.skip("no Python 3.9 on this machine")
     import json
 
-    from hermes_procs.core.remote import BOOT
+    from hermes_procs.core.remote.client import BOOT
 
     digest, data = shipped_code()
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}

@@ -13,7 +13,7 @@ import sshd as sshd_mod
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote import RemoteRegistry, connection, parse_host
+from hermes_procs.core.remote.client import RemoteRegistry, connection, parse_host
 
 pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
 
@@ -177,7 +177,7 @@ def test_log_follow_has_no_gap_or_duplicate_across_a_drop(server, tmp_path):
 
 def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path):
     """The dashboard's HostSet: merged list with host, calls routed by id, logs mirrored."""
-    from hermes_procs.core.hosts import HostSet
+    from hermes_procs.core.remote.hosts import HostSet
 
     view = HostSet(registry, [remote.host.url])
     here = registry.spawn("sleep 30", name="local-one")

@@ -24,8 +24,8 @@ from conftest import pid_alive, wait_until
 from tmux import dashboard_command
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.tool import handle_process
-from hermes_procs.core.userregex import PatternTimeout, compile_user
+from hermes_procs.core.agents.tool import handle_process
+from hermes_procs.core.registry.userregex import PatternTimeout, compile_user
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,7 +51,7 @@ def cli(home, *args: str, env: dict[str, str] | None = None,
 
 
 def regex_worker_of(pid: int) -> psutil.Process:
-    """The regex worker process (core/regex_worker.py) that `pid` started, once it runs."""
+    """The regex worker process (core/registry/regex_worker.py) that `pid` started, once it runs."""
     return wait_until(lambda: next((p for p in psutil.Process(pid).children()
                                     if "regex_worker.py" in " ".join(p.cmdline())), None), 20)
 
@@ -101,7 +101,7 @@ def test_a_worker_past_its_deadline_is_killed_and_says_so(monkeypatch):
 def test_a_worker_outlives_its_caller_by_its_deadline_at_most(tmp_path):
     """The caller killed (-9) in the middle of a match: the worker's alarm ends it."""
     script = ("import os, sys; os.environ['HERMES_PROCS_REGEX_TIMEOUT'] = '2'\n"
-              "from hermes_procs.core.userregex import compile_user\n"
+              "from hermes_procs.core.registry.userregex import compile_user\n"
               f"r = compile_user({WORKER_HOSTILE!r}); print('go', flush=True); r.lines({HOSTILE_LINE!r})\n")
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:

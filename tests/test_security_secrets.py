@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from hermes_procs.core import envsafe, secretwords
-from hermes_procs.core import redact as redact_mod
-from hermes_procs.core.redact import redact
-from hermes_procs.core.tool import run_action
+from hermes_procs.core.agents.tool import run_action
+from hermes_procs.core.registry import envsafe, secretwords
+from hermes_procs.core.registry import redact as redact_mod
+from hermes_procs.core.registry.redact import redact
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 

@@ -1,4 +1,4 @@
-"""The warm supervisor template (core/template.py): spawns through it, and every way it can fail
+"""The warm supervisor template (core/supervisor/template.py): spawns through it, and every way it can fail
 (killed, stale or foreign socket, other users, racing starters) still starts each job once."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import pid_alive, wait_until
 
-from hermes_procs.core import ProcessRegistry, template
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.supervisor import template
 
 
 @pytest.fixture(autouse=True)

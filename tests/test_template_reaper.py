@@ -1,4 +1,4 @@
-"""The template as the reaper of what it forks (core/reaper.py), where pid 1 collects no exits:
+"""The template as the reaper of what it forks (core/supervisor/reaper.py), where pid 1 collects no exits:
 forced here with HERMES_PROCS_REAPER=on (the container tests meet the real case, a container
 whose pid 1 is `sleep infinity`)."""
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import pid_alive, wait_until
 from test_template import _templates
 
-from hermes_procs.core import template
+from hermes_procs.core.supervisor import template
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """The warm template runs the code that is installed, never an older copy (issue 19 item 6).
 
-A template is keyed to the fingerprint of the code its supervisors run (core/template.py
+A template is keyed to the fingerprint of the code its supervisors run (core/supervisor/template.py
 `fingerprint`): a spawn only uses a template of the same code, and a template whose files
 change on disk leaves. Checked with real copies of the package on disk (what `pip install`
 leaves in site-packages), each marking its jobs' environment, so a job shows which copy's
@@ -20,10 +20,11 @@ import pytest
 from conftest import pid_alive, wait_until
 from test_template import _templates
 
-from hermes_procs.core import template
+from hermes_procs.core.supervisor import template
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "core"
+PROGRAM = CORE / "supervisor"  # the supervisor program's folder: its plain-name imports
 
 # One long-lived client process per copy: each line on stdin is a command, each answer a line
 # "MARK LAUNCH" (the job's HP_CODE and how its supervisor started: cold or template).
@@ -54,9 +55,10 @@ def install(site: Path, mark: str) -> None:
     pkg = site / "hermes_procs"
     shutil.rmtree(pkg, ignore_errors=True)
     skip = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(ROOT / "hermes_procs", pkg, ignore=skip)
+    shutil.copytree(ROOT / "src" / "hermes_procs", pkg,
+                    ignore=shutil.ignore_patterns("__pycache__", "core", "cli", "tui"))
     shutil.copytree(CORE, pkg / "core", ignore=skip)
-    supervisor = pkg / "core" / "supervisor.py"
+    supervisor = pkg / "core" / "supervisor" / "supervisor.py"
     source = supervisor.read_text()
     anchor = "    env = os.environ if JOB_ENV is None else JOB_ENV\n"
     assert anchor in source
@@ -142,10 +144,10 @@ def test_the_fingerprint_covers_every_module_a_supervisor_can_load():
     """template.CODE names the modules of core/ the forked supervisors run; every module they
     import by its plain name (at the top or later, in a function) must be in it, or an upgrade
     of that module would not retire the template."""
-    names = {p.stem for p in CORE.glob("*.py")}
+    names = {p.stem for p in PROGRAM.glob("*.py")}
     missing = {}
     for module in template.CODE:
-        tree = ast.parse((CORE / f"{module}.py").read_text())
+        tree = ast.parse((PROGRAM / f"{module}.py").read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 imported = [alias.name.split(".")[0] for alias in node.names]
@@ -164,7 +166,7 @@ def test_a_module_changed_in_place_changes_the_fingerprint(tmp_path):
     """Also in a process that computed it before (the files' stats are checked at each call)."""
     site = tmp_path / "site"
     install(site, "v1")
-    script = ("import sys\nfrom hermes_procs.core import template\n"
+    script = ("import sys\nfrom hermes_procs.core.supervisor import template\n"
               "for line in sys.stdin:\n    print(template.fingerprint(), flush=True)\n")
     path = os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]])
     proc = subprocess.Popen([sys.executable, "-S", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -177,7 +179,7 @@ def test_a_module_changed_in_place_changes_the_fingerprint(tmp_path):
 
         first = fingerprint()
         assert len(first) == 16 and first == fingerprint()
-        with open(site / "hermes_procs" / "core" / "supervisor_loop.py", "a") as fh:
+        with open(site / "hermes_procs" / "core" / "supervisor" / "supervisor_loop.py", "a") as fh:
             fh.write("# changed in place\n")
         changed = fingerprint()
         assert changed != first

@@ -1,4 +1,4 @@
-"""Tests of hermes_procs.core.text: decoding, escape stripping, CR collapsing, bounded tails."""
+"""Tests of hermes_procs.core.supervisor.text: decoding, escape stripping, CR collapsing, bounded tails."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hermes_procs.core.text import (
+from hermes_procs.core.supervisor.text import (
     Utf8Stream,
     collapse_cr,
     last_chars,

@@ -6,8 +6,8 @@ import sys
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core import tool
-from hermes_procs.core.tool import ACTIONS, PROCESS_TOOL_SCHEMA, handle_process
+from hermes_procs.core.agents import tool
+from hermes_procs.core.agents.tool import ACTIONS, PROCESS_TOOL_SCHEMA, handle_process
 
 GHP = "ghp_" + "a1B2c3D4e5" * 4
 

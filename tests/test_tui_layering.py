@@ -20,12 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _loaded_after_importing(package: str, folder: Path, prefixes: tuple[str, ...]) -> list[str]:
     """Import every module of `package` in a fresh interpreter; the loaded modules under `prefixes`."""
-    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    modules = sorted(".".join(p.relative_to(folder).with_suffix("").parts) for p in folder.rglob("*.py")
+                     if p.stem not in ("__init__", "__main__"))
     code = (
         "import importlib, sys\n"
         f"import {package}\n"
         # the supervisor modules run as scripts and import their siblings by plain name
-        f"sys.path.append({str(folder)!r})\n"
+        f"sys.path.append({str(folder / 'supervisor')!r})\n"
         f"for name in {modules!r}:\n"
         f"    importlib.import_module({package!r} + '.' + name)\n"
         f"bad = sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in {prefixes!r}))\n"
@@ -37,7 +38,7 @@ def _loaded_after_importing(package: str, folder: Path, prefixes: tuple[str, ...
 
 
 def test_import_paths_match_folders():
-    for package, folder in ((hermes_procs, "hermes_procs"), (hermes_procs.core, "core"),
+    for package, folder in ((hermes_procs, "src/hermes_procs"), (hermes_procs.core, "core"),
                             (hermes_procs.cli, "cli"), (hermes_procs.tui, "tui")):
         assert Path(package.__file__).resolve().parent == ROOT / folder
 

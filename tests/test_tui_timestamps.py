@@ -14,7 +14,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
-from hermes_procs.core import timeline
+from hermes_procs.core.supervisor import timeline
 from hermes_procs.tui.log_pane import LogPane
 from hermes_procs.tui.log_times import TimeJumpScreen, parse_jump
 
@@ -140,7 +140,7 @@ def test_parse_jump_forms():
 
 def test_tail_line_starts_match_the_log(tmp_path):
     """The flood (tail-only) view dates its lines by their absolute offsets, computed from a tail."""
-    from hermes_procs.core import logstore
+    from hermes_procs.core.registry import logstore
     from hermes_procs.tui.log_pane import _starts
 
     (tmp_path / "output.log").write_bytes(b"".join(b"line %d\n" % i for i in range(1000)))

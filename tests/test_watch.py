@@ -1,4 +1,4 @@
-"""Push instead of poll (core/watch.py): new jobs and exits wake the watchers at once; the
+"""Push instead of poll (core/registry/watch.py): new jobs and exits wake the watchers at once; the
 dashboard's sampler and `events --follow` use it instead of their tick."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core.events_stream import iter_events
-from hermes_procs.core.watch import HomeWatch
+from hermes_procs.core.agents.events_stream import iter_events
+from hermes_procs.core.registry.watch import HomeWatch
 
 
 def _started(home) -> bool:

@@ -148,7 +148,7 @@ def test_read_only_server_ignores_a_kill_typed_by_a_modified_client(tmp_path):
     import aiohttp
 
     from hermes_procs.core import ProcessRegistry
-    from hermes_procs.core.text import strip_ansi
+    from hermes_procs.core.supervisor.text import strip_ansi
 
     home = tmp_path / "home"
     reg = ProcessRegistry(home=home)

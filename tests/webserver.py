@@ -120,7 +120,7 @@ class Screen:
         self.received.append(payload if isinstance(payload, bytes) else payload.encode())
 
     def text(self) -> str:
-        from hermes_procs.core.text import strip_ansi
+        from hermes_procs.core.supervisor.text import strip_ansi
 
         return strip_ansi(b"".join(self.received).decode("utf-8", "replace"))
 

@@ -6,9 +6,9 @@ core/, cli/ and tui/. import-linter (grimp) and mypy find packages by walking fo
 run on a copy laid out as the installed package (build/lint/hermes_procs/{core,cli,tui}); the
 paths in what they report are mapped back to the real files. Exits non-zero when any fails.
 
-The supervisor runs as a script (`python -I -S core/supervisor.py`) and imports its siblings by
+The supervisor runs as a script (`python -I -S core/supervisor/supervisor.py`) and imports its siblings by
 plain name (`import wire`). For mypy, build/lint/plain holds one stub per such sibling that
-re-exports the package module (`wire.pyi`: `from hermes_procs.core.wire import ...`), so both
+re-exports the package module (`wire.pyi`: `from hermes_procs.core.supervisor.wire import ...`), so both
 spellings are checked as the same code.
 """
 
@@ -31,7 +31,9 @@ SUBPACKAGES = ("core", "cli", "tui")
 def build_tree() -> None:
     """build/lint/hermes_procs: the top-level package with core/, cli/ and tui/ inside it."""
     shutil.rmtree(TREE, ignore_errors=True)
-    shutil.copytree(ROOT / "hermes_procs", PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "src" / "hermes_procs", PACKAGE, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+    for name in SUBPACKAGES:
+        (PACKAGE / name).unlink()
     for name in SUBPACKAGES:
         shutil.copytree(ROOT / name, PACKAGE / name, ignore=shutil.ignore_patterns("__pycache__"))
     write_plain_stubs()
@@ -66,13 +68,14 @@ def _plain_imports(tree: ast.Module, siblings: set[str]) -> set[str]:
 def write_plain_stubs() -> None:
     """build/lint/plain/NAME.pyi for every core module imported by plain name (see the top)."""
     PLAIN.mkdir(parents=True)
-    trees = {path.stem: ast.parse(path.read_text(), str(path)) for path in (ROOT / "core").glob("*.py")}
+    trees = {path.stem: ast.parse(path.read_text(), str(path)) for path in (ROOT / "core" / "supervisor").glob("*.py")}
     plain: set[str] = set()
     for tree in trees.values():
         plain |= _plain_imports(tree, set(trees))
     for name in sorted(plain):
         exports = ", ".join(f"{n} as {n}" for n in _top_level_names(trees[name].body))
-        (PLAIN / f"{name}.pyi").write_text(f"from hermes_procs.core.{name} import {exports}\n" if exports else "")
+        stub = f"from hermes_procs.core.supervisor.{name} import {exports}\n" if exports else ""
+        (PLAIN / f"{name}.pyi").write_text(stub)
 
 
 def run(title: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> bool:

@@ -20,8 +20,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.hosts import dashboard_registry
-from hermes_procs.core.text import safe_line, safe_text
+from hermes_procs.core.remote.hosts import dashboard_registry
+from hermes_procs.core.supervisor.text import safe_line, safe_text
 
 from .config import Config, load_config, remember_theme
 from .files import Files
@@ -123,7 +123,7 @@ class HermesApp(App):
 def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = None,
         read_only: bool = False) -> int:
     """Open the dashboard on ``home`` (None: the default state home) and the remote ``hosts``
-    (with the configured and remembered ones: core/hosts.py); with ``demo`` start the sample
+    (with the configured and remembered ones: core/remote/hosts.py); with ``demo`` start the sample
     jobs first; ``read_only`` refuses every change to a job.  Returns 0.  Jobs keep running
     after the dashboard closes."""
     registry = dashboard_registry(home, hosts)

@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from hermes_procs.core.text import safe_line as one_line  # one line, escapes shown, never sent
+from hermes_procs.core.supervisor.text import safe_line as one_line  # one line, escapes shown, never sent
 
 from .jobs_table import SHORT_ID, fmt_duration, short_id
 from .sampler import JobRow

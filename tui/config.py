@@ -37,8 +37,8 @@ from pathlib import Path
 from rich.errors import StyleSyntaxError
 from rich.style import Style
 
-from hermes_procs.core.config import config_path
-from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
+from hermes_procs.core.registry.userregex import PatternError, UserRegex, compile_user
+from hermes_procs.core.remote.config import config_path
 
 from .files import Files
 from .notify import DESKTOP_MODES, KINDS, NotifySettings
@@ -49,7 +49,7 @@ __all__ = ["DEFAULT_HIGHLIGHTS", "Config", "HighlightRule", "config_dir", "load_
 @dataclass(frozen=True)
 class HighlightRule:
     """A regex and its style. The built-in rules are `re` patterns of ours; a user's rule runs
-    in RE2 (core/userregex.py): rules run on every line drawn, in the screen's thread, so a
+    in RE2 (core/registry/userregex.py): rules run on every line drawn, in the screen's thread, so a
     user's pattern that only Python's backtracking `re` could run is refused."""
 
     pattern: re.Pattern[str] | UserRegex

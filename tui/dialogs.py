@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from hermes_procs.core.model import SENDABLE_SIGNALS
+from hermes_procs.core.registry.model import SENDABLE_SIGNALS
 
 from .keyroute import TypeAheadGuard, focus_now
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from hermes_procs.core.paths import write_text_atomic
+from hermes_procs.core.registry.paths import write_text_atomic
 
 __all__ = ["Files"]
 
@@ -38,7 +38,7 @@ class Files:
 
     def replace(self, path: Path, text: str) -> None:
         """``path`` holds ``text`` afterwards, replaced whole: private (0600, its folder 0700 when
-        made here), written atomically without following a planted link (core/paths.py)."""
+        made here), written atomically without following a planted link (core/registry/paths.py)."""
         self._check(path)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_text_atomic(path, text)

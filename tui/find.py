@@ -22,7 +22,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Label
 
-from hermes_procs.core.userregex import PatternError, UserRegex, compile_user
+from hermes_procs.core.registry.userregex import PatternError, UserRegex, compile_user
 
 from .keyroute import focus_now
 

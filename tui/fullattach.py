@@ -1,11 +1,11 @@
 """Full-screen attach from the dashboard: suspend the Textual app and hand the real terminal
 to the job for perfect fidelity (vim, htop), with the same code and detach chord (Ctrl-]) as
-`hermes-procs attach ID` (`hermes_procs.core.attach.attach_terminal`).
+`hermes-procs attach ID` (`hermes_procs.core.registry.attach.attach_terminal`).
 """
 
 from __future__ import annotations
 
-from hermes_procs.core.attach import attach_terminal
+from hermes_procs.core.registry.attach import attach_terminal
 
 
 def full_attach(app, registry, session_id: str) -> int | None:

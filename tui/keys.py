@@ -6,7 +6,7 @@ Also the chords shared by the pane and the full-screen attach:
 - ``LEAVE_KEY`` (Ctrl-]): leave the terminal pane (focus goes back to the dashboard).
 - ``FULL_ATTACH_KEY`` (Ctrl-T): open the full-screen attach of the job.
 - Ctrl-] (0x1d) also detaches a full-screen attach, as in ``hermes-procs attach ID``
-  (``hermes_procs.core.attach.DETACH_KEY``; telnet's escape key; every other byte goes to the job).
+  (``hermes_procs.core.registry.attach.DETACH_KEY``; telnet's escape key; every other byte goes to the job).
 
 One chord, Ctrl-], therefore gets you out of a job's terminal everywhere. Ctrl-] and Ctrl-T
 are never sent to the job from the pane; the full-screen attach passes Ctrl-T through.

@@ -1,15 +1,15 @@
 """Getting text out of a job's on-disk log: the lines a user selected, the whole log to a file.
 
 Both run in worker threads (a selection may span a 500 MB log) and read through
-:mod:`hermes_procs.core.logstore`, so line numbers are the log pane's own.
+:mod:`hermes_procs.core.registry.logstore`, so line numbers are the log pane's own.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hermes_procs.core import logstore
-from hermes_procs.core.text import to_text
+from hermes_procs.core.registry import logstore
+from hermes_procs.core.supervisor.text import to_text
 
 from .files import Files
 

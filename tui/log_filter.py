@@ -3,11 +3,11 @@
 :func:`filter_log` runs in a worker thread and streams its results: it reads the log in 1 MiB
 chunks of whole lines, removes escape sequences from each chunk (one C-speed regex pass; line
 ends are kept, so line numbers stay those of the log pane) and hands the chunk to the user's
-pattern (:class:`~hermes_procs.core.userregex.UserRegex`: RE2, or Python's re in a worker
+pattern (:class:`~hermes_procs.core.registry.userregex.UserRegex`: RE2, or Python's re in a worker
 process with a deadline), which names the matching lines, so a 500 MB log is scanned at disk
 speed and never held in memory, and a pattern that backtracks without end stops the scan with
 "pattern took too long" instead of freezing the dashboard.  Context lines are read afterwards
-by line number through the same :class:`~hermes_procs.core.logstore.LineIndex`.  At most
+by line number through the same :class:`~hermes_procs.core.registry.logstore.LineIndex`.  At most
 :data:`MAX_ROWS` rows and :data:`MAX_ROW_BYTES` bytes of lines are kept.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_procs.core import logstore
-from hermes_procs.core.text import looks_plain, strip_ansi
-from hermes_procs.core.userregex import PatternError, UserRegex
+from hermes_procs.core.registry import logstore
+from hermes_procs.core.registry.userregex import PatternError, UserRegex
+from hermes_procs.core.supervisor.text import looks_plain, strip_ansi
 
 __all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_log"]
 

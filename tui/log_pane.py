@@ -2,7 +2,7 @@
 
 Data flow
 ---------
-A :class:`LogReader` thread per shown job owns a :class:`hermes_procs.core.logstore.LineIndex`
+A :class:`LogReader` thread per shown job owns a :class:`hermes_procs.core.registry.logstore.LineIndex`
 (an incremental line-offset index over the job's log segments).  It refreshes the index, reads
 only the raw lines of the requested window and posts them to the pane in a
 :class:`LogPane.Lines` message, at most ~20 times a second.  The pane never reads the disk in
@@ -20,7 +20,7 @@ only the raw lines of the requested window and posts them to the pane in a
   collapsed, and only then the SGR codes are parsed by ``rich``'s ANSI decoder into styles.
   Nothing a job wrote ever reaches the real terminal.
 * Times: ``T`` shows when each line arrived in a gutter (``HH:MM:SS``, from the job's
-  ``times.idx``, core/timeline.py); the reader looks the times up only while they are shown,
+  ``times.idx``, core/supervisor/timeline.py); the reader looks the times up only while they are shown,
   for the lines it serves.  ``@`` jumps to the output of a time ("5m" ago, "06:30").
 * Search: :meth:`LogPane.search` scans the raw log in the reader thread (1 MiB chunks, case
   insensitive), forward or backward from the current line, and scrolls to the match.
@@ -51,9 +51,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from hermes_procs.core import logstore, timeline
-from hermes_procs.core.text import collapse_cr, strip_ansi
-from hermes_procs.core.userregex import PatternTimeout, UserRegex
+from hermes_procs.core.registry import logstore
+from hermes_procs.core.registry.userregex import PatternTimeout, UserRegex
+from hermes_procs.core.supervisor import timeline
+from hermes_procs.core.supervisor.text import collapse_cr, strip_ansi
 
 from .config import HighlightRule
 from .log_filter import FilterProgress, FilterRow, filter_log

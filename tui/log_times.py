@@ -1,6 +1,6 @@
 """The log pane's times: the HH:MM:SS gutter (``T``) and the "jump to a time" prompt (``@``).
 
-Times come from the job's ``times.idx`` (core/timeline.py): a line's time is when its first
+Times come from the job's ``times.idx`` (core/supervisor/timeline.py): a line's time is when its first
 byte arrived (lines between two records take the earlier record's time).
 """
 
@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from hermes_procs.core.timeline import parse_since
+from hermes_procs.core.supervisor.timeline import parse_since
 
 from .dialogs import _DIALOG_CSS
 

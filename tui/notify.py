@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_procs.core.text import safe_line
+from hermes_procs.core.supervisor.text import safe_line
 
 __all__ = ["DESKTOP_MODES", "KINDS", "NotifySettings", "alert", "clean", "desktop_sequence"]
 

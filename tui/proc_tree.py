@@ -1,7 +1,7 @@
 """The selected job's process tree (``p``): a modal view of its processes, live, where one of
 them can be signalled or killed.
 
-Rows come from ``registry.tree`` (core/processes.py: pid, command, state, CPU %, RSS, whether it
+Rows come from ``registry.tree`` (core/registry/processes.py: pid, command, state, CPU %, RSS, whether it
 waits for input; for a remote job through the same call), fetched about once a second by a
 worker thread that only posts :class:`TreeScreen.Rows` messages: the UI never waits for /proc
 or a remote host. ``k`` (after a confirmation) and ``s`` go through

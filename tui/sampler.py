@@ -2,7 +2,7 @@
 
 The :class:`Sampler` thread wakes about once a second (or at once after :meth:`Sampler.poke`),
 lists the jobs with ``registry.list()`` (whose rows carry the CPU %, RSS, time since the last
-output and whether the job waits for input, measured by ``hermes_procs.core.stats``: the same
+output and whether the job waits for input, measured by ``hermes_procs.core.supervisor.stats``: the same
 figures an agent gets), and posts one :class:`Sampler.Snapshot` message to the app.  It then
 re-arms itself; when a sample is slow (hundreds of jobs) the interval grows so the sampler never
 takes more than ~10 % of a core, ~25 % while jobs keep starting and ending (each poke still waits
@@ -29,8 +29,8 @@ from typing import Any
 
 from textual.message import Message
 
-from hermes_procs.core.model import parse_time
-from hermes_procs.core.text import safe_line, safe_text
+from hermes_procs.core.registry.model import parse_time
+from hermes_procs.core.supervisor.text import safe_line, safe_text
 
 from .trends import Trend, TrendRecorder
 
@@ -75,7 +75,7 @@ class JobRow:
     waiting: bool = False
     output_bytes: int | None = None  # every byte of output so far (the sparklines' output rate)
     order: int = 0  # position in registry.list() (newest first)
-    host: str = ""  # "" = this machine, else the remote host's label (core/hosts.py)
+    host: str = ""  # "" = this machine, else the remote host's label (core/remote/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
     rerun_of: str = ""  # the job this one is a rerun of (registry.restart), else ""
     stack: str = ""  # the stack the job belongs to (core/stacks/), else ""
@@ -152,7 +152,7 @@ class Sampler(threading.Thread):
         self._last_full_at = 0.0
         self._rows: dict[str, tuple[dict[str, Any], int, JobRow]] = {}  # id -> (list row, order, JobRow)
         self.on_screen: frozenset[str] = frozenset()  # ids of the rows the table shows (the app sets it)
-        remotes = getattr(registry, "remotes", None)  # a HostSet's remote hosts (core/hosts.py)
+        remotes = getattr(registry, "remotes", None)  # a HostSet's remote hosts (core/remote/hosts.py)
         self._remotes: dict = remotes if isinstance(remotes, dict) else {}
 
     # control (any thread)
@@ -184,12 +184,12 @@ class Sampler(threading.Thread):
             delay, rest = max(self.interval, data.elapsed * 10), data.elapsed * 3
 
     def _watch_home(self) -> None:
-        """Sample as soon as a job appears, exits or goes (inotify, core/watch.py), not only at
+        """Sample as soon as a job appears, exits or goes (inotify, core/registry/watch.py), not only at
         the next tick; a burst of changes is one sample per WATCH_GAP seconds."""
         home = getattr(self.registry, "home", None)
         if home is None:
             return
-        from hermes_procs.core.watch import HomeWatch
+        from hermes_procs.core.registry.watch import HomeWatch
 
         watch = HomeWatch(home)
         if not watch.pushed:  # polling would only repeat what the tick does

@@ -39,7 +39,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from hermes_procs.core import logstore
+from hermes_procs.core.registry import logstore
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
 from .log_pane import render_raw_line

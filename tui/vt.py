@@ -5,7 +5,7 @@ pyte, see docs/terminal.md for the numbers). The interface:
 
 - ``feed(data: bytes)``: output of the job. Huge chunks are never pushed through the
   emulator whole: only the last screenfuls are fed, after replaying the terminal modes the
-  skipped part changed (``hermes_procs.core.screen.prepare``, shared with ``screen(id)``).
+  skipped part changed (``hermes_procs.core.registry.screen.prepare``, shared with ``screen(id)``).
 - ``resize(rows, cols)``
 - ``take_dirty() -> set[int]``: rows changed since the last call.
 - ``cursor -> (x, y, visible)``
@@ -29,7 +29,7 @@ from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.strip import Strip
 
-from hermes_procs.core.screen import ReplySink, prepare, replay_modes, safe_tail, scan_modes
+from hermes_procs.core.registry.screen import ReplySink, prepare, replay_modes, safe_tail, scan_modes
 
 __all__ = ["ENGINE_NAME", "Modes", "VTEngine", "safe_tail", "scan_modes"]
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core import ProcessRegistry, protocol
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry import protocol
 
 
 def need_root() -> None:

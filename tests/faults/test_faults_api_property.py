@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.tool import handle_process
+from hermes_procs.core.agents.tool import handle_process
 
 NUMBERS = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30), st.floats(allow_nan=True, allow_infinity=True),
@@ -227,10 +227,10 @@ def test_catch_all_pattern_is_not_vacuous():
 
 
 def test_every_hermes_adapter_method_answers_and_never_raises(jobs, tmp_path, login_shell_home):
-    """The Hermes-compatible adapter (core/compat.py) over the same kind of junk: its dict results
+    """The Hermes-compatible adapter (core/agents/compat.py) over the same kind of junk: its dict results
     follow the same rule; `spawn_local` raises RuntimeError with the registry's sentence, as
     upstream does."""
-    from hermes_procs.core.compat import HermesProcessRegistry
+    from hermes_procs.core.agents.compat import HermesProcessRegistry
 
     adapter = HermesProcessRegistry(home=tmp_path / "home")
     running = adapter.spawn_local("sleep 600").id

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from hermes_procs.core import ProcessRegistry, events
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry import events
 
 
 def _write_events(home, sessions, kind="completion"):

@@ -14,7 +14,7 @@ import pytest
 from conftest import supervisor_gone, wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.paths import HomeError
+from hermes_procs.core.registry.paths import HomeError
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (chown to another user)")
 NOBODY = 65534
@@ -189,7 +189,7 @@ def test_planted_prune_stamp_link_is_replaced_not_followed(tmp_path):
 
 
 def test_agent_tool_reports_an_unsafe_home_as_an_error_dict(tmp_path, monkeypatch):
-    from hermes_procs.core import tool
+    from hermes_procs.core.agents import tool
 
     shared = tmp_path / "shared"
     shared.mkdir()

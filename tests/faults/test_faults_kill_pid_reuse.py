@@ -17,7 +17,7 @@ import subprocess
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core.proctree import is_alive, start_ticks
+from hermes_procs.core.supervisor.proctree import is_alive, start_ticks
 
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
 PR_SET_CHILD_SUBREAPER = 36

@@ -14,7 +14,7 @@ import time
 import pytest
 from conftest import wait_until
 
-from hermes_procs.core import protocol
+from hermes_procs.core.registry import protocol
 
 
 def _supervisor(registry, sid: str) -> int:

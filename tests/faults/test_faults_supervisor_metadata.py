@@ -11,7 +11,7 @@ import signal
 import pytest
 from conftest import pid_alive, wait_until
 
-from hermes_procs.core import proctree
+from hermes_procs.core.supervisor import proctree
 
 from .conftest import raw_exchange
 

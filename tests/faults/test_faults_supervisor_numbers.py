@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hermes_procs.core import tool
+from hermes_procs.core.agents import tool
 
 from .conftest import raw_exchange
 

@@ -11,7 +11,8 @@ from conftest import pid_alive, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_procs.core import ProcessRegistry, protocol
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry import protocol
 
 NUMBERS = st.one_of(
     st.integers(), st.integers(min_value=-(10**400), max_value=10**400),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import wait_until
 
-from hermes_procs.core import logstore
+from hermes_procs.core.registry import logstore
 
 
 def test_read_log_during_rotation_never_errors(registry, monkeypatch):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_procs.core.text import strip_ansi, to_text
-from hermes_procs.core.textfilter import TextFilter
+from hermes_procs.core.registry.textfilter import TextFilter
+from hermes_procs.core.supervisor.text import strip_ansi, to_text
 
 INTROS = ["\x1bP", "\x1bX", "\x1b^", "\x1b_", "\x90", "\x98", "\x9e", "\x9f"]
 

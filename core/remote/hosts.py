@@ -1,0 +1,358 @@
+"""Every host at once: this machine's registry plus remote ones, as one registry-like object.
+
+The dashboard holds one `HostSet`: `list()` merges the jobs of every host (each row has `host`:
+"" for this machine, else the host's URL), and every per-job call (`poll`, `kill`, `write`,
+`stream`, ...) goes to the host the job lives on. A host that cannot be reached keeps its last
+known rows, marked `host_state: "unreachable"`, instead of its jobs turning `lost`.
+
+Which hosts: those named with `--host`, the `[hosts]` of the config file, and every host a job
+was started on from this machine (remembered in `<home>/remote-hosts.json` by `remember`).
+
+Remote jobs' logs are mirrored on demand into `<home>/mirror/<host>/<id>/output.log` (only
+for jobs someone looks at: `log_files` starts a mirror), so the log pane's on-disk line index
+works for them unchanged.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..registry.paths import ensure_private_dir, resolve_home, write_json_atomic
+from ..registry.process_registry import ProcessRegistry
+from ..supervisor import timeline
+
+KNOWN = "remote-hosts.json"
+MIRROR_EVERY = 0.25  # seconds between mirror refreshes of a running remote job
+LIST_BUDGET = 1.0  # seconds list() waits for a remote host before showing its last rows
+
+
+def remember(url: str, home: str | os.PathLike[str] | None = None) -> None:
+    """Note that a job was started on `url` (the dashboard of this machine then shows it)."""
+    path = ensure_private_dir(resolve_home(home)) / KNOWN
+    hosts = remembered(home)
+    if url not in hosts:
+        write_json_atomic(path, {"hosts": [*hosts, url][-50:]})
+
+
+def remembered(home: str | os.PathLike[str] | None = None) -> list[str]:
+    try:
+        data = json.loads((resolve_home(home) / KNOWN).read_text())
+        return [h for h in data.get("hosts", []) if isinstance(h, str)]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike[str] | None = None) -> list[str]:
+    """Hosts to show: explicit ones, the config file's names, remembered URLs (no repeats)."""
+    from .config import ConfigError, host_aliases
+
+    try:
+        aliases = host_aliases()
+    except ConfigError:
+        aliases = {}
+    out: list[str] = []
+    for url in [*(explicit or []), *aliases.values(), *remembered(home)]:
+        if url and url not in ("local",) and url not in out and aliases.get(url, url) not in out:
+            out.append(url)
+    return out
+
+
+def dashboard_registry(home: str | os.PathLike[str] | None = None, hosts: list[str] | None = None) -> Any:
+    """What a dashboard shows: this machine's registry over `home`, joined (as a HostSet) by the
+    remote hosts of `hosts`, $HERMES_PROCS_HOST, the config file's [hosts] and the remembered
+    ones; the plain local registry when there are none. Raises ValueError for a bad explicit
+    host (a host from the config or the memory that is broken shows as `invalid` instead)."""
+    from .client import parse_host
+    from .config import ConfigError, host_aliases
+
+    explicit = [h for h in [*(hosts or []), os.environ.get("HERMES_PROCS_HOST") or ""] if h and h != "local"]
+    try:
+        aliases = host_aliases()
+    except ConfigError:
+        aliases = {}
+    for url in explicit:
+        parse_host(url, aliases)
+    local = ProcessRegistry(home=home, host="local")
+    remote = configured_hosts(explicit, home)
+    return HostSet(local, remote) if remote else local
+
+
+def forget(url: str, home: str | os.PathLike[str] | None = None) -> bool:
+    """Stop showing a remembered host (its jobs keep running there). False: it was not remembered."""
+    hosts = remembered(home)
+    label = url.split("?", 1)[0]
+    kept = [h for h in hosts if h != url and h.split("?", 1)[0] != label]
+    if kept == hosts:
+        return False
+    write_json_atomic(ensure_private_dir(resolve_home(home)) / KNOWN, {"hosts": kept})
+    return True
+
+
+class HostSet:
+    """This machine's registry and the remote ones, behind the ProcessRegistry methods."""
+
+    def __init__(self, local: ProcessRegistry, hosts: list[str] | None = None) -> None:
+        from .client import RemoteRegistry
+
+        self.local = local
+        self.home = local.home
+        self.remotes: dict[str, RemoteRegistry] = {}
+        self.errors: dict[str, str] = {}
+        for url in hosts or []:
+            try:
+                reg = RemoteRegistry(url)
+            except ValueError as exc:
+                self.errors[url] = str(exc)
+                continue
+            self.remotes[reg.host.label] = reg
+        self._where: dict[str, str] = {}  # session id -> host label ("" = local)
+        self._last: dict[tuple[str, tuple[Any, ...]], list[dict[str, Any]]] = {}  # (label, list args) -> the last rows
+        self._fresh: dict[tuple[str, tuple[Any, ...]], Any] = {}  # results of the background lists not yet taken
+        self._fetching: dict[tuple[str, tuple[Any, ...]], threading.Thread] = {}
+        self.names = _short_names(self.remotes)
+        self._mirrors: dict[str, _Mirror] = {}
+        self._lock = threading.Lock()
+
+    # ---- hosts
+    def host_states(self) -> list[dict[str, Any]]:
+        """[{"host", "state", "error", "jobs"}] for every remote host."""
+        out = []
+        for label, reg in self.remotes.items():
+            st = reg.status()
+            out.append({"host": label, "name": self.host_name(label), "state": st["state"],
+                         "error": st["error"], "jobs": len(self._last.get((label, (None, None)), []))})
+        for url, err in self.errors.items():
+            out.append({"host": url, "name": url, "state": "invalid", "error": err, "jobs": 0})
+        return out
+
+    def registry_for(self, session_id: Any) -> Any:
+        host = self._where.get(str(session_id))
+        if host is None and isinstance(session_id, str):  # a prefix: the one host that has it
+            hits = {h for sid, h in self._where.items() if sid.startswith(session_id)
+                    or sid.startswith("proc_" + session_id)}
+            host = hits.pop() if len(hits) == 1 else None
+        return self.remotes.get(host, self.local) if host else self.local
+
+    # ---- the merged list
+    def list(self, task_id: Any = None, session_key: Any = None, only: Any = None) -> list[dict[str, Any]]:
+        """Every host's jobs, newest first, each row with `host` ("" = this machine). A remote
+        host gets LIST_BUDGET seconds: a slow or unreachable one shows its last known rows
+        (marked `host_state`) and is asked again in the background, never holding up the rest.
+        `only`: just these ids (ProcessRegistry.list) on this machine, and no remote rows."""
+        rows = [dict(r, host="") for r in _rows(self.local.list(task_id, session_key, only))]
+        if only is not None:
+            return rows
+        key = (task_id, session_key)
+        fetches = {label: self._fetch(label, reg, key) for label, reg in self.remotes.items()}
+        deadline = time.monotonic() + LIST_BUDGET
+        for thread in fetches.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        seen = {r["session_id"] for r in rows if "session_id" in r}
+        for label, reg in self.remotes.items():
+            with self._lock:
+                got = self._fresh.pop((label, key), None)
+            if isinstance(got, list):
+                self._last[(label, key)] = got
+            state = reg.status()["state"]
+            for row in self._last.get((label, key), []):
+                if row.get("session_id") in seen:  # the same host reached under two names
+                    continue
+                seen.add(row.get("session_id"))
+                rows.append(row if state == "connected" else dict(row, host_state=reg.host_state()))
+        with self._lock:
+            self._where = {r["session_id"]: r.get("host", "") for r in rows if "session_id" in r}
+        rows.sort(key=lambda r: r.get("started_at") or "", reverse=True)
+        return rows
+
+    def _fetch(self, label: str, reg: Any, key: tuple[Any, ...]) -> threading.Thread:
+        """The thread asking `reg` for its list (a new one unless the last is still waiting)."""
+        with self._lock:
+            thread = self._fetching.get((label, key))
+            if thread is not None and thread.is_alive():
+                return thread
+
+            def run() -> None:
+                try:
+                    got = reg.list(*key)
+                except Exception as exc:  # the dashboard must not die of one host
+                    got = {"status": "error", "error": str(exc)}
+                with self._lock:
+                    self._fresh[(label, key)] = got
+
+            thread = self._fetching[(label, key)] = threading.Thread(
+                target=run, daemon=True, name=f"list-{label}")
+            thread.start()
+            return thread
+
+    # ---- calls that name no job
+    def spawn(self, command: Any, host: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Start a job on `host` (a label or URL of one of the set's hosts, or a new URL; None or
+        "" = this machine)."""
+        if not host or host == "local":
+            return self.local.spawn(command, **kwargs)
+        reg = self.remotes.get(host) or next((r for label, r in self.remotes.items()
+                                              if host in (r.host.url, self.names.get(label))), None)
+        if reg is None:
+            from .client import RemoteRegistry
+
+            try:
+                reg = RemoteRegistry(host)
+            except ValueError as exc:
+                return {"status": "error", "error": str(exc)}
+            self.remotes[reg.host.label] = reg
+        result = reg.spawn(command, **kwargs)
+        if isinstance(result, dict) and result.get("session_id"):
+            with self._lock:  # its calls go to its host before the next list() sees it
+                self._where[result["session_id"]] = reg.host.label
+        return result
+
+    def drain_events(self, *args: Any, **kwargs: Any) -> Any:
+        return self.local.drain_events(*args, **kwargs)
+
+    def forget_consumer(self, *args: Any, **kwargs: Any) -> Any:
+        return self.local.forget_consumer(*args, **kwargs)
+
+    def host_name(self, label: str) -> str:
+        """A short name for a host label: its name in the config file, else host[:port]
+        (docker://web -> docker:web); "local" for this machine."""
+        if not label:
+            return "local"
+        if label in self.names:
+            return self.names[label]
+        scheme, _, rest = label.partition("://")
+        return rest.rsplit("@", 1)[-1] if scheme == "ssh" else f"{scheme}:{rest}"
+
+    # ---- per-job calls go to the job's host
+    def stream(self, session_id: Any, input: bool = False, source: str = "human") -> Any:
+        return self.registry_for(session_id).stream(session_id, input=input, source=source)
+
+    def job_dir(self, session_id: Any) -> Path:
+        reg = self.registry_for(session_id)
+        if reg is self.local:
+            return reg.job_dir(session_id)
+        return self._mirror(reg, session_id).dir
+
+    def log_files(self, session_id: Any) -> builtins.list[Path]:
+        reg = self.registry_for(session_id)
+        if reg is self.local:
+            return reg.log_files(session_id)
+        mirror = self._mirror(reg, session_id)
+        return [mirror.path] if mirror.path.exists() else []
+
+    def _mirror(self, reg: Any, session_id: Any) -> _Mirror:
+        key = f"{reg.host.label}\0{session_id}"
+        with self._lock:
+            mirror = self._mirrors.get(key)
+            if mirror is None or not mirror.alive():
+                folder = Path(self.home) / "mirror" / _slug(reg.host.label) / str(session_id)
+                mirror = self._mirrors[key] = _Mirror(reg, str(session_id), folder)
+            mirror.touch()
+            return mirror
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        attr = getattr(self.local, name)
+        if not callable(attr):
+            return attr
+
+        def call(session_id: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if session_id is None:
+                return attr(*args, **kwargs)
+            return getattr(self.registry_for(session_id), name)(session_id, *args, **kwargs)
+
+        return call
+
+
+def _short_names(remotes: dict[str, Any]) -> dict[str, str]:
+    """label -> the host's name in the config file's [hosts] (when it has one)."""
+    from .config import ConfigError, host_aliases
+
+    try:
+        aliases = host_aliases()
+    except ConfigError:
+        return {}
+    by_url = {url.split("?", 1)[0]: name for name, url in aliases.items()}
+    return {label: by_url[label] for label in remotes if label in by_url}
+
+
+def _rows(result: Any) -> list[dict[str, Any]]:
+    return result if isinstance(result, list) else []
+
+
+def _slug(label: str) -> str:
+    readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in label.split("://", 1)[-1])[:40]
+    return f"{readable}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+
+
+class _Mirror:
+    """Copies a remote job's output into a local file while someone looks at it (stops 30 s
+    after the last look, or once the job has finished and everything is copied), with the
+    times its bytes arrived over there (times.idx, core/supervisor/timeline.py: the log pane's `T`)."""
+
+    IDLE = 30.0
+
+    def __init__(self, reg: Any, session_id: str, folder: Path) -> None:
+        self.reg = reg
+        self.session_id = session_id
+        self.dir = ensure_private_dir(folder)
+        self.path = folder / "output.log"
+        self.path.touch(mode=0o600)
+        self.times = folder / timeline.TIMES_NAME
+        self.base = 0  # the remote offset of the mirror's first byte (the host may have dropped older output)
+        self.last: tuple[int, int] = (-1, 0)  # the last time record written: (local offset, epoch ms)
+        self._seen = time.monotonic()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"mirror-{session_id}")
+        self._thread.start()
+
+    def touch(self) -> None:
+        self._seen = time.monotonic()
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        offset = None
+        while time.monotonic() - self._seen < self.IDLE:
+            res = self.reg.log_bytes(self.session_id, offset if offset is not None else 0, None, times=True)
+            data = res.get("data") if isinstance(res, dict) else None
+            if data:
+                if offset is None or res["start"] != offset:  # first copy, or the remote dropped output
+                    self._start_over(int(res["start"]))
+                with open(self.path, "ab") as fh:
+                    fh.write(data)
+                self._add_times(res.get("times"))
+                offset = res["end"]
+                continue
+            if isinstance(res, dict) and res.get("status") not in ("running", "error") and offset == res.get("total"):
+                return  # finished and complete
+            offset = offset if offset is not None else 0
+            time.sleep(MIRROR_EVERY)
+
+    def _start_over(self, base: int) -> None:
+        self.base, self.last = base, (-1, 0)
+        for path in (self.path, self.times):
+            path.write_bytes(b"")
+            path.chmod(0o600)
+
+    def _add_times(self, records: Any) -> None:
+        """Append the host's time records, moved to the mirror's offsets; anything malformed or
+        out of order (offsets rise, times never go back) is left out."""
+        out = []
+        for rec in records if isinstance(records, list) else []:
+            if not (isinstance(rec, list) and len(rec) == 2 and all(type(n) is int and n >= 0 for n in rec)):
+                continue
+            local, ms = max(0, rec[0] - self.base), max(rec[1], self.last[1])
+            if local > self.last[0]:
+                out.append(timeline.record(local, ms))
+                self.last = (local, ms)
+        if out:
+            with open(self.times, "ab") as fh:
+                fh.write(b"".join(out))
