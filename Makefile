@@ -29,14 +29,14 @@ run demo: $(RUN_STAMP)
 	@echo "    $(BIN)/hermes-procs web             # the same dashboard in a browser (open the printed URL)"
 	@echo "    $(BIN)/python examples/agent_loop.py --home /tmp/demo-home   # a scripted agent (README)"
 
-# ruff, import-linter (the layer contracts in pyproject.toml) and mypy: see tools/lint.py
+# ruff, import-linter (the layer contracts in pyproject.toml), mypy and the size rule: see tools/lint.py
 lint: $(STAMP)
 	$(BIN)/python tools/lint.py
 
-# make test lints first: the layer contracts, ruff and mypy (strict for core/), as `make lint`
+# make test lints first: the layer contracts, ruff, mypy (strict for core/) and sizes, as `make lint`
 test: $(STAMP)
 	sh tools/system-deps.sh
-	$(BIN)/python tools/lint.py import-linter ruff mypy
+	$(BIN)/python tools/lint.py import-linter ruff mypy sizes
 	$(BIN)/python -m pytest -n 2 -q
 
 bench: $(STAMP)

@@ -69,7 +69,7 @@ def _root(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False, ho
     if host is not None:  # every command's registry reads it: ProcessRegistry(host=None)
         os.environ["HERMES_PROCS_HOST"] = host
     ctx.obj = {"home": home, "json": as_json}
-    if ctx.invoked_subcommand is None:
-        from .cmd_dashboard import open_dashboard
-
-        open_dashboard(home, demo=False)
+    if ctx.invoked_subcommand is None:  # the dashboard: the `tui` command (cli/cmd_dashboard.py adds it)
+        for command in app.registered_commands:
+            if command.name == "tui" and command.callback is not None:
+                command.callback(ctx, home)

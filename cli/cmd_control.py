@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.registry.model import JobInfo, Signal
 from hermes_procs.core.supervisor.text import safe_line
 
@@ -17,7 +18,7 @@ from .output import CliError, check, emit, status_line
 WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
 
 
-def _wait_for(reg: Any, session_ids: list[str], timeout: Optional[float], as_json: bool,
+def _wait_for(reg: Registry, session_ids: list[str], timeout: Optional[float], as_json: bool,
               until: str = "exit") -> dict[str, Any]:
     """registry.wait (one id) or wait_any (several) in chunks until a job ends or `timeout`
     (None: for ever) passes."""

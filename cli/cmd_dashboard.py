@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional, Protocol
 
 import typer
 
+from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.supervisor.text import safe_strings
 
 from .app import app
@@ -25,9 +26,9 @@ class Dashboard(Protocol):
 
     def run(self, home: Optional[str], demo: bool) -> int: ...
 
-    def start_demo(self, registry: Any) -> list[dict[str, Any]]: ...
+    def start_demo(self, registry: Registry) -> list[dict[str, Any]]: ...
 
-    def stop_demo(self, registry: Any) -> list[dict[str, Any]]: ...
+    def stop_demo(self, registry: Registry) -> list[dict[str, Any]]: ...
 
     def web(self, home: Optional[str], host: str, port: int, read_only: bool, allow_remote: bool,
             max_sessions: int) -> int: ...
@@ -64,7 +65,7 @@ def _check_host() -> None:
     host = os.environ.get("HERMES_PROCS_HOST")
     if host in (None, "", "local"):
         return
-    from hermes_procs.core.remote.client import parse_host
+    from hermes_procs.core.remote.address import parse_host
     from hermes_procs.core.remote.config import ConfigError, host_aliases
 
     try:

@@ -30,9 +30,10 @@ def hosts_cmd(
     """The remote hosts the dashboard shows, each connected to: state, running/total jobs."""
     home, as_json = opts(ctx, home, as_json)
     from hermes_procs.core.remote import hosts as hostset
+    from hermes_procs.core.remote import remembered
 
     if forget is not None:
-        if not hostset.forget(forget, home):
+        if not remembered.forget(forget, home):
             raise CliError(f"{forget} is not a remembered host (hosts of the config file's [hosts] "
                            "stay until removed there)")
         out(f"forgot {forget} (its jobs keep running there)")

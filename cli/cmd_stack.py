@@ -1,5 +1,5 @@
 """Stack commands: `up`, `down`, `stacks`, and `restart STACK [JOB]` (cmd_agent's `restart`
-hands a stack name here). The work is done by hermes_procs.core.stacks.api."""
+hands a stack name here). The work is the registry's (up, down, restart_stack, stacks: core/stacks/)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import os
 from typing import Annotated, Any, Optional
 
 import typer
-
-from hermes_procs.core.stacks import api
 
 from .app import app
 from .options import HomeOpt, JsonOpt, opts, registry
@@ -87,7 +85,7 @@ def up_cmd(
     """
     home, as_json = opts(ctx, home, as_json)
     _no_host()
-    _emit_stack(api.up(registry(home), file, name, wait=wait, timeout=timeout), as_json)
+    _emit_stack(registry(home).up(file, name, wait=wait, timeout=timeout), as_json)
 
 
 @app.command("down")
@@ -97,7 +95,7 @@ def down_cmd(ctx: typer.Context, stack: StackArg = None, file: FileOpt = None, h
     stack file of this folder)."""
     home, as_json = opts(ctx, home, as_json)
     _no_host()
-    _emit_stack(api.down(registry(home), stack, file), as_json)
+    _emit_stack(registry(home).down(stack, file), as_json)
 
 
 @app.command("stacks")
@@ -105,16 +103,16 @@ def stacks_cmd(ctx: typer.Context, stack: StackArg = None, home: HomeOpt = None,
     """The stacks of the home with their state and their jobs' states."""
     home, as_json = opts(ctx, home, as_json)
     _no_host()
-    result = api.stacks(registry(home), stack)
+    result = registry(home).stacks(stack)
     emit(result, as_json, lambda rows: "\n".join(stack_text(r, os.isatty(1)) for r in rows) or "No stacks.")
 
 
 def is_stack(home: Optional[str], target: str) -> bool:
     """True when `target` names a stack of the home (`restart` then restarts the stack)."""
-    result = api.stacks(registry(home))
+    result = registry(home).stacks()
     return isinstance(result, list) and any(r.get("stack") == target for r in result)
 
 
 def restart_stack(home: Optional[str], stack: str, job: Optional[str], as_json: bool) -> None:
     _no_host()
-    _emit_stack(api.restart(registry(home), stack, job), as_json)
+    _emit_stack(registry(home).restart_stack(stack, job), as_json)

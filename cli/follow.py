@@ -7,8 +7,9 @@ bytes, reconnecting and filling gaps), so nothing is printed twice or skipped.
 from __future__ import annotations
 
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
+from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.registry.livestream import AttachError, LiveStream, exit_summary, log_before, resolve
 from hermes_procs.core.registry.textfilter import TextFilter
 
@@ -43,7 +44,7 @@ class _Printer:
             self.out.flush()
 
 
-def follow_log(registry: Any, session_id: str, *, limit: int = 200, offset: int | None = None,
+def follow_log(registry: Registry, session_id: str, *, limit: int = 200, offset: int | None = None,
                raw: bool = False, out: TextIO | None = None) -> int:
     """Print the last `limit` lines, then stream live output until the job's stream ends.
 
@@ -73,7 +74,7 @@ def follow_log(registry: Any, session_id: str, *, limit: int = 200, offset: int 
     return 0
 
 
-def _say_how_it_ended(registry: Any, session_id: str) -> None:
+def _say_how_it_ended(registry: Registry, session_id: str) -> None:
     """"[proc_x exited with code N]" on stderr, when that is a terminal."""
     try:
         if sys.stderr.isatty():

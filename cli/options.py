@@ -4,9 +4,11 @@ its --home/--json (`opts`) and the registry over that home (`registry`)."""
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
+
+from hermes_procs.core.registry.interface import Registry
 
 from .output import CliError
 
@@ -43,7 +45,7 @@ def opts(ctx: typer.Context, home: Optional[str], as_json: bool = False) -> tupl
     return (home if home is not None else root.get("home")), bool(as_json or root.get("json"))
 
 
-def registry(home: Optional[str]) -> Any:
+def registry(home: Optional[str]) -> Registry:
     """The ProcessRegistry over `home`; a CliError when the home cannot be used."""
     from hermes_procs.core import ProcessRegistry
 

@@ -17,8 +17,12 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
+from hermes_procs.core.registry.interface import Registry
+
+if TYPE_CHECKING:
+    from hermes_procs.core.remote.client import RemoteRegistry
 from hermes_procs.core.registry.model import JobInfo
 from hermes_procs.core.supervisor.text import safe_json, safe_line, safe_strings, safe_text
 
@@ -50,12 +54,15 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
-def host_warning(registry: Any) -> None:
+def host_warning(registry: Registry) -> None:
     """Warn about what a remote host said of itself (core/supervisor/reaper.py: nobody there collects the
     exits of finished jobs), once the registry has connected."""
-    warning = registry.status().get("warning") if getattr(registry, "remote", False) else None
+    if not getattr(registry, "remote", False):
+        return
+    remote = cast("RemoteRegistry", registry)  # ProcessRegistry(host=URL) made one
+    warning = remote.status().get("warning")
     if warning:
-        warn(f"{registry.host.label}: {warning}")
+        warn(f"{remote.host.label}: {warning}")
 
 
 _SGR = re.compile(r"(\x1b\[[0-9;]*m)")  # the colours `ls` adds on a terminal (cli/jobtable.py)

@@ -77,8 +77,15 @@ NOISE = re.compile(r"^.*(no job control in this shell|cannot set terminal proces
 noisy = []
 
 
+# a preview (the last N characters) may start inside a noise line: "is shell\n..."
+NOISE_ENDS = ("no job control in this shell", "Inappropriate ioctl for device")
+
+
 def clean(text):
     found = len(NOISE.findall(text))
+    first, newline, rest = text.partition("\n")
+    if newline and len(first) >= 4 and any(end.endswith(first) for end in NOISE_ENDS):
+        found, text = found + 1, rest
     if found:
         noisy.append(found)
     return NOISE.sub("", text)

@@ -13,7 +13,8 @@ import pytest
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote.client import connection, parse_host
+from hermes_procs.core.remote.address import parse_host
+from hermes_procs.core.remote.client import connection
 
 pytestmark = [pytest.mark.timeout(120),
               pytest.mark.skipif(dockerd.available() is not None, reason=str(dockerd.available()))]

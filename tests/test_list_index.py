@@ -11,7 +11,7 @@ from conftest import supervisor_gone
 
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.registry import listindex
-from hermes_procs.core.registry import process_registry as registry_mod
+from hermes_procs.core.registry import observe as registry_mod
 
 
 def _finished(registry, n: int) -> list[str]:

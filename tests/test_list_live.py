@@ -124,8 +124,8 @@ async def test_the_dashboard_tells_the_sampler_which_rows_are_on_screen(registry
 
 
 def test_spawn_counts_the_job_folders_in_one_stat(registry):
+    from hermes_procs.core.registry.housekeeping import _folder_count
     from hermes_procs.core.registry.paths import list_job_ids
-    from hermes_procs.core.registry.process_registry import _folder_count
 
     for _ in range(3):
         registry.wait(registry.spawn("true")["session_id"], timeout=30)

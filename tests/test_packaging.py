@@ -73,3 +73,25 @@ def test_python_m_hermes_procs_from_elsewhere(installed, tmp_path):
 def test_python_m_hermes_procs_from_the_checkout_root(installed):
     proc = run_installed(installed, ROOT, "--help")
     assert proc.returncode == 0 and "Usage: hermes-procs" in proc.stdout, proc.stderr
+
+
+CONTRACT = """
+import importlib.metadata as md
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.tool import PROCESS_TOOL_SCHEMA, handle_process
+from hermes_procs.core.compat import HermesProcessRegistry
+plugin = [e for e in md.entry_points(group="hermes_agent.plugins") if e.name == "hermes-procs"][0].load()
+script = [e for e in md.entry_points(group="console_scripts") if e.name == "hermes-procs"][0].load()
+print(ProcessRegistry.__name__, PROCESS_TOOL_SCHEMA["name"], callable(handle_process),
+      HermesProcessRegistry.__name__, callable(plugin.register), script.__module__)
+"""
+
+
+def test_the_contract_import_paths_and_entry_points(installed, tmp_path):
+    """CONTRACT.md's import paths, the `hermes-procs` script and the Hermes plugin's entry point
+    resolve in the installed wheel, wherever the modules behind them live in core/."""
+    path = os.pathsep.join([str(installed), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    proc = subprocess.run([sys.executable, "-S", "-c", CONTRACT], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=path),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["ProcessRegistry", "process", "True", "HermesProcessRegistry", "True",
+                                   "hermes_procs"], proc.stderr

@@ -16,7 +16,8 @@ import pytest
 import sshd as sshd_mod
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote.client import connection, parse_host, shipped_code
+from hermes_procs.core.remote.address import parse_host
+from hermes_procs.core.remote.client import connection, shipped_code
 
 pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
 

@@ -9,7 +9,8 @@ import os
 import pytest
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote.client import connection, parse_host
+from hermes_procs.core.remote.address import parse_host
+from hermes_procs.core.remote.client import connection
 from hermes_procs.core.remote.container_state import down_reason
 
 

@@ -13,7 +13,8 @@ import sshd as sshd_mod
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote.client import RemoteRegistry, connection, parse_host
+from hermes_procs.core.remote.address import parse_host
+from hermes_procs.core.remote.client import RemoteRegistry, connection
 
 pytestmark = pytest.mark.skipif(sshd_mod.available() is not None, reason=str(sshd_mod.available()))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core.remote.client import parse_host
+from hermes_procs.core.remote.address import parse_host
 
 CLI = [sys.executable, "-m", "hermes_procs"]
 

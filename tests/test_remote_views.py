@@ -18,7 +18,8 @@ import sshd
 from pilot import select, until
 
 from hermes_procs.core import ProcessRegistry
-from hermes_procs.core.remote.client import connection, parse_host
+from hermes_procs.core.remote.address import parse_host
+from hermes_procs.core.remote.client import connection
 from hermes_procs.core.remote.hosts import HostSet
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import TopBar

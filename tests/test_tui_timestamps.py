@@ -141,7 +141,7 @@ def test_parse_jump_forms():
 def test_tail_line_starts_match_the_log(tmp_path):
     """The flood (tail-only) view dates its lines by their absolute offsets, computed from a tail."""
     from hermes_procs.core.registry import logstore
-    from hermes_procs.tui.log_pane import _starts
+    from hermes_procs.tui.log_reader import _starts
 
     (tmp_path / "output.log").write_bytes(b"".join(b"line %d\n" % i for i in range(1000)))
     start, data = logstore.tail_span(tmp_path, 100)

@@ -13,6 +13,8 @@ import pytest
 from conftest import until_async
 from pilot import notes
 
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry.interface import Registry, changes, marked, reads
 from hermes_procs.tui import files as files_module
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import KillScreen, NewJobScreen, SaveLogScreen
@@ -56,6 +58,47 @@ async def test_read_only_refuses_kill_new_job_and_input(registry, alive):
         with pytest.raises(PermissionError):
             app.registry.stream(sid, input=True)
     assert alive(pid)
+    assert registry.poll(sid)["status"] == "running"
+
+
+def test_a_changing_method_added_later_is_refused_without_being_listed(registry, alive, monkeypatch):
+    """The read-only view knows no list of names: a method the interface marks `changes` (added
+    here, as a later change to the registry would), or marks not at all, is refused; one marked
+    `reads` passes."""
+    sid = registry.spawn("sleep 60", name="keeper")["session_id"]
+    calls = []
+
+    def pause(self, session_id: str) -> dict:  # what a new changing method would do
+        calls.append(session_id)
+        return {"status": "ok"}
+
+    def peek(self, session_id: str) -> dict:
+        return {"status": "ok", "peeked": session_id}
+
+    monkeypatch.setattr(Registry, "pause", changes(lambda self, session_id: None), raising=False)
+    monkeypatch.setattr(Registry, "peek", reads(lambda self, session_id: None), raising=False)
+    for name, method in (("pause", pause), ("peek", peek), ("unmarked", pause)):
+        monkeypatch.setattr(ProcessRegistry, name, method, raising=False)
+    app = HermesApp(registry, sample_interval=0.2, read_only=True)  # as `web --read-only` builds it
+    assert app.registry.pause(sid) == {"status": "error", "error": "read-only"}
+    assert app.registry.unmarked(sid) == {"status": "error", "error": "read-only"}
+    assert app.registry.peek(sid) == {"status": "ok", "peeked": sid}
+    assert calls == [] and registry.poll(sid)["status"] == "running"
+    assert HermesApp(registry, sample_interval=0.2).registry.pause(sid) == {"status": "ok"}  # not read-only
+    assert calls == [sid]
+
+
+def test_every_method_of_the_interface_is_let_through_or_refused_by_its_mark(registry):
+    sid = registry.spawn("sleep 60", name="keeper")["session_id"]
+    view = HermesApp(registry, sample_interval=0.2, read_only=True).registry
+    assert {"spawn", "kill", "write", "set_watch_patterns", "prune", "restart", "stream"} <= marked("changes")
+    assert {"list", "poll", "read_log", "tree", "drain_events"} <= marked("reads")
+    for name in marked("changes") - {"stream"}:
+        assert getattr(view, name)(sid) == {"status": "error", "error": "read-only"}, name
+    assert view.set_watch_patterns(sid, ["x"])["error"] == "read-only"  # the hand-kept list missed it
+    assert view.poll(sid)["status"] == "running" and view.tree(sid)["status"] != "error"
+    with view.stream(sid) as stream:  # without input, a read
+        assert stream.offset >= 0
     assert registry.poll(sid)["status"] == "running"
 
 

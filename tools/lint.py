@@ -1,15 +1,18 @@
-"""`make lint`: ruff, import-linter (the layer contracts) and mypy, as configured in pyproject.toml.
-`python tools/lint.py import-linter` runs only the named tools.
+"""`make lint`: ruff, import-linter (the layer contracts), mypy and the size rule, as configured
+in pyproject.toml. `python tools/lint.py import-linter mypy` runs only the named checks; exits
+non-zero when any fails. `python tools/lint.py graph` prints the import graph between the
+packages and core's rooms (docs/internals.md).
 
-The installed package maps `hermes_procs.core`, `.cli` and `.tui` onto the top-level folders
-core/, cli/ and tui/. import-linter (grimp) and mypy find packages by walking folders, so they
-run on a copy laid out as the installed package (build/lint/hermes_procs/{core,cli,tui}); the
-paths in what they report are mapped back to the real files. Exits non-zero when any fails.
+The package is one real tree under src/ (src/hermes_procs/{core,cli,tui} link to the top-level
+folders), so import-linter and mypy read it as installed; nothing is copied. One thing needs
+help: the supervisor program runs as a script (`python -I -S core/supervisor/supervisor.py`)
+and imports its siblings by plain name (`import wire`). For mypy, build/lint/plain holds one
+stub per such sibling that re-exports the package module (`wire.pyi`: `from
+hermes_procs.core.supervisor.wire import ...`), so both spellings are checked as the same code.
 
-The supervisor runs as a script (`python -I -S core/supervisor/supervisor.py`) and imports its siblings by
-plain name (`import wire`). For mypy, build/lint/plain holds one stub per such sibling that
-re-exports the package module (`wire.pyi`: `from hermes_procs.core.supervisor.wire import ...`), so both
-spellings are checked as the same code.
+The size rule: no function over MAX_FUNCTION lines and no class over MAX_CLASS lines in product
+code (core/, cli/, tui/, src/), unless the comment right above it (or above its decorators) says
+why, in a line starting `# size:`.
 """
 
 from __future__ import annotations
@@ -19,24 +22,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TREE = ROOT / "build" / "lint"
-PACKAGE = TREE / "hermes_procs"
-PLAIN = TREE / "plain"
-SUBPACKAGES = ("core", "cli", "tui")
-
-
-def build_tree() -> None:
-    """build/lint/hermes_procs: the top-level package with core/, cli/ and tui/ inside it."""
-    shutil.rmtree(TREE, ignore_errors=True)
-    shutil.copytree(ROOT / "src" / "hermes_procs", PACKAGE, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
-    for name in SUBPACKAGES:
-        (PACKAGE / name).unlink()
-    for name in SUBPACKAGES:
-        shutil.copytree(ROOT / name, PACKAGE / name, ignore=shutil.ignore_patterns("__pycache__"))
-    write_plain_stubs()
+PROGRAM = ROOT / "core" / "supervisor"  # the supervisor program's folder: its plain-name imports
+PLAIN = ROOT / "build" / "lint" / "plain"
+PRODUCT = ("core", "cli", "tui", "src")  # src/hermes_procs/ itself: its links lead to the others
+MAX_FUNCTION = 60
+MAX_CLASS = 400
+SIZE_MARK = "# size:"
 
 
 def _top_level_names(body: list[ast.stmt]) -> list[str]:
@@ -55,7 +50,7 @@ def _top_level_names(body: list[ast.stmt]) -> list[str]:
 
 
 def _plain_imports(tree: ast.Module, siblings: set[str]) -> set[str]:
-    """The core modules a file imports by plain name (`import wire`, `from bounds import x`)."""
+    """The program's modules a file imports by plain name (`import wire`, `from bounds import x`)."""
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -66,9 +61,10 @@ def _plain_imports(tree: ast.Module, siblings: set[str]) -> set[str]:
 
 
 def write_plain_stubs() -> None:
-    """build/lint/plain/NAME.pyi for every core module imported by plain name (see the top)."""
+    """build/lint/plain/NAME.pyi for every module of the program imported by plain name (see the top)."""
+    shutil.rmtree(PLAIN, ignore_errors=True)
     PLAIN.mkdir(parents=True)
-    trees = {path.stem: ast.parse(path.read_text(), str(path)) for path in (ROOT / "core" / "supervisor").glob("*.py")}
+    trees = {path.stem: ast.parse(path.read_text(), str(path)) for path in PROGRAM.glob("*.py")}
     plain: set[str] = set()
     for tree in trees.values():
         plain |= _plain_imports(tree, set(trees))
@@ -78,38 +74,93 @@ def write_plain_stubs() -> None:
         (PLAIN / f"{name}.pyi").write_text(stub)
 
 
-def run(title: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> bool:
-    """Run one tool; print its report with paths mapped back to the real files."""
+def _says_why(lines: list[str], first: int) -> bool:
+    """Whether the comment lines right above line `first` (1-based) hold a `# size:` reason."""
+    i = first - 2
+    while i >= 0 and lines[i].strip().startswith("#"):
+        if lines[i].strip().startswith(SIZE_MARK):
+            return True
+        i -= 1
+    return False
+
+
+def oversized(path: Path) -> Iterator[str]:
+    """`path:line: what` for each function or class of `path` over the size rule without a reason."""
+    source = path.read_text()
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source, str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            kind, limit = "function", MAX_FUNCTION
+        elif isinstance(node, ast.ClassDef):
+            kind, limit = "class", MAX_CLASS
+        else:
+            continue
+        length = (node.end_lineno or node.lineno) - node.lineno + 1
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        if length > limit and not _says_why(lines, first):
+            yield (f"{path.relative_to(ROOT)}:{node.lineno}: {kind} {node.name} has {length} lines "
+                   f"(over {limit}): split it, or say why above it with `{SIZE_MARK} ...`")
+
+
+def check_sizes() -> bool:
+    print("--- sizes", flush=True)
+    files = [path for folder in PRODUCT for path in sorted((ROOT / folder).rglob("*.py"))
+             if not path.is_relative_to(ROOT / "src") or path.parent == ROOT / "src" / "hermes_procs"]
+    found = [line for path in files for line in oversized(path)]
+    print("\n".join(found) if found else "All functions and classes within the size rule.")
+    return not found
+
+
+def graph() -> bool:
+    """Print the import graph between the packages and core's rooms (docs/internals.md shows it):
+    `A -> B  N` for N imports from modules of A of modules of B. Not a check: run by name only."""
+    import grimp
+
+    def place(module: str) -> str:
+        parts = module.split(".")
+        if parts[:2] == ["hermes_procs", "core"] and len(parts) > 2 and (ROOT / "core" / parts[2]).is_dir():
+            return f"core/{parts[2]}"
+        return parts[1] if len(parts) > 1 and parts[1] in ("cli", "tui", "core") else "hermes_procs"
+
+    graph = grimp.build_graph("hermes_procs", cache_dir=None)
+    edges: dict[tuple[str, str], int] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            edge = (place(module), place(imported))
+            if edge[0] != edge[1]:
+                edges[edge] = edges.get(edge, 0) + 1
+    for (importer, imported), count in sorted(edges.items()):
+        print(f"{importer:16} -> {imported:16} {count:3}")
+    return True
+
+
+def run(title: str, argv: list[str], env: dict[str, str] | None = None) -> bool:
+    """Run one tool from the checkout's root; print its report (paths as in the checkout)."""
     print(f"--- {title}", flush=True)
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
-    for prefix in (f"{PACKAGE}/", "build/lint/hermes_procs/"):
-        for name in SUBPACKAGES:
-            proc.stdout = proc.stdout.replace(f"{prefix}{name}/", f"{name}/")
-        proc.stdout = proc.stdout.replace(prefix, "hermes_procs/")
-    sys.stdout.write(proc.stdout + proc.stderr)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    sys.stdout.write(proc.stdout.replace("src/hermes_procs/core/", "core/").replace("src/hermes_procs/cli/", "cli/")
+                     .replace("src/hermes_procs/tui/", "tui/") + proc.stderr)
     return proc.returncode == 0
 
 
 def main() -> int:
     bin_dir = Path(sys.executable).parent
-    build_tree()
-    env = dict(os.environ, PYTHONPATH=str(TREE))
+
+    def mypy() -> bool:
+        write_plain_stubs()
+        return run("mypy", [sys.executable, "-m", "mypy"], dict(os.environ, MYPYPATH=str(PLAIN)))
+
     tools = {
         "ruff": lambda: run("ruff", [str(bin_dir / "ruff"), "check", "."]),
-        # what `make test` runs until the whole tree is ruff-clean: syntax errors, undefined
-        # names, misused comparisons (the checks that find real breakage)
-        "ruff-critical": lambda: run("ruff-critical", [str(bin_dir / "ruff"), "check", ".", "--select",
-                                                       "E9,F63,F7,F82"]),
-        # from the copy's folder: lint-imports puts its working folder first on sys.path
-        "import-linter": lambda: run("import-linter", [str(bin_dir / "lint-imports"), "--no-cache",
-                                                       str(ROOT / "pyproject.toml")], env, cwd=TREE),
-        "mypy": lambda: run("mypy", [sys.executable, "-m", "mypy", "build/lint/hermes_procs"],
-                            dict(env, MYPYPATH=str(PLAIN))),
+        "import-linter": lambda: run("import-linter", [str(bin_dir / "lint-imports"), "--no-cache"]),
+        "mypy": mypy,
+        "sizes": check_sizes,
     }
     chosen = sys.argv[1:] or list(tools)
+    tools["graph"] = graph  # by name only: it prints, it checks nothing
     unknown = [name for name in chosen if name not in tools]
     if unknown:
-        print(f"lint: unknown tool {', '.join(unknown)}; choose from {', '.join(tools)}", file=sys.stderr)
+        print(f"lint: unknown check {', '.join(unknown)}; choose from {', '.join(tools)}", file=sys.stderr)
         return 2
     results = [tools[name]() for name in chosen]
     return 0 if all(results) else 1

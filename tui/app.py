@@ -19,16 +19,23 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.remote.hosts import dashboard_registry
 from hermes_procs.core.supervisor.text import safe_line, safe_text
 
 from .config import Config, load_config, remember_theme
 from .files import Files
-from .help import HelpScreen, palette_entries
+from .find import FilterBar, FindBox, JobSearch
+from .help import HelpScreen, document, palette_entries
+from .input_bar import InputBar
+from .jobs_table import JobsTable
 from .keyroute import KeyRouter
+from .log_pane import LogPane
 from .main_screen import MainScreen
+from .proc_tree import TreeScreen
+from .stack_actions import StackActions
 from .readonly import ReadOnlyRegistry
+from .terminal import TerminalPane
 
 __all__ = ["HermesApp", "run"]
 
@@ -45,7 +52,7 @@ class HermesApp(App):
         Binding("question_mark", "help", "Help", key_display="?", tooltip="this key map", id="help"),
     ]
 
-    def __init__(self, registry: ProcessRegistry | None = None, *, home: str | None = None,
+    def __init__(self, registry: Registry | None = None, *, home: str | None = None,
                  sample_interval: float = 1.0, home_label: str | None = None,
                  config: Config | None = None, read_only: bool = False) -> None:
         """`read_only` (`hermes-procs web --read-only`): the registry itself refuses every change
@@ -118,6 +125,10 @@ class HermesApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+
+# the key map (help.py), section by section: whose bindings, in which order
+document(JobsTable, MainScreen, StackActions, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane, TreeScreen, HermesApp)
 
 
 def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = None,

@@ -23,12 +23,12 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from hermes_procs.core.supervisor.text import safe_line as one_line  # one line, escapes shown, never sent
+from hermes_procs.core.supervisor.text import safe_line  # one line, escapes shown, never sent
 
 from .jobs_table import SHORT_ID, fmt_duration, short_id
 from .sampler import JobRow
 
-__all__ = ["DetailTitle", "KeyFooter", "TopBar", "fit_title", "one_line"]
+__all__ = ["DetailTitle", "KeyFooter", "TopBar", "fit_title"]
 
 
 class TopBar(Widget):
@@ -97,14 +97,14 @@ class DetailTitle(Widget):
         row = self.row
         if row is None:
             return Text("no job selected · n starts one", style="dim")
-        return fit_title(self._who(row, row.session_id), one_line(row.command), self._state(row),
+        return fit_title(self._who(row, row.session_id), safe_line(row.command), self._state(row),
                          self.content_size.width, self._who(row, short_id(row.session_id)))
 
     def _who(self, row: JobRow, sid: str) -> Text:
         """The job's id, name and rerun links."""
         text = Text(sid, style="cyan")
         if row.name:
-            text.append(f"  {one_line(row.name)}", style="bold")
+            text.append(f"  {safe_line(row.name)}", style="bold")
         if row.rerun_of:
             text.append(f"  rerun of {short_id(row.rerun_of)}", style="italic")
         if self.rerun_as:

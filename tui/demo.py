@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hermes_procs.core.registry.interface import Registry
+
 PY = shlex.quote(sys.executable or "python3")
 
 _BUILD = r"""
@@ -69,7 +71,7 @@ DEMO_JOBS: list[dict[str, Any]] = [
 ]
 
 
-def demo_dir(registry: Any) -> Path:
+def demo_dir(registry: Registry) -> Path:
     """``<home>/demo``: the sample scripts, written (again) on every start."""
     path = Path(registry.home) / "demo"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -81,7 +83,7 @@ def demo_dir(registry: Any) -> Path:
 DEMO_TASK = "demo"  # the task_id the samples are filed under
 
 
-def _samples(registry: Any) -> list[dict[str, Any]]:
+def _samples(registry: Registry) -> list[dict[str, Any]]:
     """The home's sample jobs (list() rows), newest first."""
     try:
         rows = registry.list(task_id=DEMO_TASK)
@@ -90,7 +92,7 @@ def _samples(registry: Any) -> list[dict[str, Any]]:
     return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
 
-def start_demo(registry: Any, jobs: list[dict[str, Any]] | None = None) -> list[dict]:
+def start_demo(registry: Registry, jobs: list[dict[str, Any]] | None = None) -> list[dict]:
     """Start each sample job that has no job yet that runs or ended by itself (a killed or timed
     out one does not count: ``demo --stop``); return the spawn results."""
     jobs = DEMO_JOBS if jobs is None else jobs
@@ -106,14 +108,14 @@ def start_demo(registry: Any, jobs: list[dict[str, Any]] | None = None) -> list[
     return results
 
 
-def stop_demo(registry: Any, grace: float | None = None) -> list[dict]:
+def stop_demo(registry: Registry, grace: float | None = None) -> list[dict]:
     """Kill the sample jobs that still run; return the kill results."""
     kwargs = {} if grace is None else {"grace": grace}
     return [registry.kill(row["session_id"], **kwargs) for row in _samples(registry)
             if row.get("status") == "running"]
 
 
-def kill_running(registry: Any, grace: float = 0.2) -> None:
+def kill_running(registry: Registry, grace: float = 0.2) -> None:
     """Kill every job of `registry` that still runs (the end of a run in a temporary home:
     the screenshots, the dashboard benchmark)."""
     jobs = registry.list()

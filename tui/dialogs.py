@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -19,6 +18,7 @@ from textual.widgets.option_list import Option
 from hermes_procs.core.registry.model import SENDABLE_SIGNALS
 
 from .keyroute import TypeAheadGuard, focus_now
+from .sampler import JobRow
 
 __all__ = ["ConfirmScreen", "KillScreen", "NewJobScreen", "RerunScreen", "SaveLogScreen", "SignalScreen"]
 
@@ -77,10 +77,12 @@ class ConfirmScreen(TypeAheadGuard, ModalScreen[bool]):
 
 
 class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
-    """Confirm a kill (Enter on the Kill button, as ConfirmScreen: no letter confirms); runs it,
-    and shows the survivors when the tree could not be killed.
+    """Confirm a kill (Enter on the Kill button, as ConfirmScreen: no letter confirms). The
+    screen that shows it does the kill (`on_confirm(dialog)`) and hands the result to
+    `show_result`: the dialog closes with it, or shows the survivors when the tree could not be
+    killed.
 
-    Dismisses with the registry's result dict (or None when cancelled).
+    Dismisses with the kill's result dict (or None when cancelled before it).
     """
 
     DEFAULT_CSS = _DIALOG_CSS.format(name="KillScreen") + """
@@ -90,10 +92,9 @@ class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
     """
     BINDINGS = [Binding("escape,n", "cancel", "Cancel")]
 
-    def __init__(self, registry: Any, job: Any, on_confirm: Callable[[], None] | None = None) -> None:
-        """`on_confirm` runs when the kill is confirmed, before it starts."""
+    def __init__(self, job: JobRow, on_confirm: Callable[[KillScreen], None]) -> None:
+        """`on_confirm(dialog)`: the kill is confirmed; do it, then call `dialog.show_result`."""
         super().__init__()
-        self.registry = registry
         self.job = job
         self.on_confirm = on_confirm
         self.result: dict | None = None
@@ -126,21 +127,12 @@ class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
         if self.result is not None:  # already done: the button now closes
             self.dismiss(self.result)
             return
-        if self.on_confirm is not None:
-            self.on_confirm()
         self.query_one("#confirm", Button).disabled = True
         self.query_one("#kill-status", Static).update("Killing…")
-        self._kill()
+        self.on_confirm(self)
 
-    @work(thread=True, exclusive=True)
-    def _kill(self) -> None:
-        try:
-            result = self.registry.kill(self.job.session_id)
-        except Exception as exc:  # pragma: no cover - the core returns dicts
-            result = {"status": "error", "error": str(exc)}
-        self.app.call_from_thread(self._killed, result)
-
-    def _killed(self, result: dict) -> None:
+    def show_result(self, result: dict) -> None:
+        """How the kill went: close with it, or show why it failed (and the survivors)."""
         self.result = result
         status = result.get("status")
         if status in ("killed", "already_exited"):
@@ -172,7 +164,7 @@ class RerunScreen(ConfirmScreen):
     RerunScreen > Vertical { border: thick $warning 80%; }
     RerunScreen #rerun-note { height: auto; color: $text-muted; margin-top: 1; }
     """
-    def __init__(self, job: Any) -> None:
+    def __init__(self, job: JobRow) -> None:
         super().__init__()
         self.job = job
 

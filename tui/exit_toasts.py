@@ -17,7 +17,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from .bars import one_line
+from hermes_procs.core.supervisor.text import safe_line
+
 from .sampler import JobRow
 
 __all__ = ["ExitToasts", "summary"]
@@ -69,6 +70,6 @@ def summary(rows: list[JobRow]) -> tuple[str, str, int]:
     parts = [f"{len(rows) - len(failed)} exit 0"] + ([f"{len(failed)} failed"] if failed else [])
     message = ", ".join(parts)
     if failed:
-        named = ", ".join(f"{one_line(r.title)[:30]} ({r.label})" for r in failed[:3])
+        named = ", ".join(f"{safe_line(r.title)[:30]} ({r.label})" for r in failed[:3])
         message += f": {named}" + (", ..." if len(failed) > 3 else "")
     return title, message, len(failed)

@@ -6,9 +6,10 @@ to the job for perfect fidelity (vim, htop), with the same code and detach chord
 from __future__ import annotations
 
 from hermes_procs.core.registry.attach import attach_terminal
+from hermes_procs.core.registry.interface import Registry
 
 
-def full_attach(app, registry, session_id: str) -> int | None:
+def full_attach(app, registry: Registry, session_id: str) -> int | None:
     """Suspend ``app``, attach the real terminal to the job until Ctrl-], resume.
 
     Returns the proxy's result (0 on detach, the job's exit code if it ended), or None when

@@ -3,14 +3,14 @@ keys table come from the same list, so neither can drift from what the keys do.
 
 Every documented binding carries its help text in ``tooltip`` (``description`` is the short
 footer label).  A class's ``HELP_TITLE`` names its section; bindings in a row with the same
-tooltip are shown as one entry (``↑ / ↓``).  ``python -m hermes_procs.tui.help`` prints the
-README table.
+tooltip are shown as one entry (``↑ / ↓``).  ``python -m hermes_procs.tui.screenshots --keys``
+prints the README table.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rich.console import Group
 from rich.table import Table
@@ -22,10 +22,15 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Label, Static
 
-if TYPE_CHECKING:
-    from .app import HermesApp
 
-__all__ = ["HelpEntry", "HelpScreen", "help_entries", "key_label", "markdown_table", "palette_entries"]
+class _App(Protocol):
+    """The app whose actions the command palette lists (app.HermesApp)."""
+
+    @property
+    def main(self) -> Any: ...  # its MainScreen (main_screen.py), which holds the log pane
+
+__all__ = ["OWNERS", "HelpEntry", "HelpScreen", "document", "help_entries", "key_label", "markdown_table",
+           "palette_entries"]
 
 _NAMES = {
     "question_mark": "?", "slash": "/", "escape": "Esc", "enter": "Enter", "tab": "Tab",
@@ -55,26 +60,21 @@ class HelpEntry:
         return " ".join(self.keys)
 
 
-def _classes() -> list[type]:
-    from .app import HermesApp
-    from .find import FilterBar, FindBox, JobSearch
-    from .input_bar import InputBar
-    from .jobs_table import JobsTable
-    from .log_pane import LogPane
-    from .main_screen import MainScreen
-    from .proc_tree import TreeScreen
-    from .stack_actions import StackActions
-    from .terminal import TerminalPane
+# The classes whose bindings make the key map, in the order of its sections: the app lists
+# them (app.py, `document`), since it is the module that imports them all.
+OWNERS: list[type] = []
 
-    return [JobsTable, MainScreen, StackActions, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane,
-            TreeScreen, HermesApp]
+
+def document(*classes: type) -> None:
+    """Make `classes` (in this order) the owners of the key map's bindings."""
+    OWNERS[:] = classes
 
 
 def help_entries(keymap: dict[str, str] | None = None) -> list[HelpEntry]:
     """Every binding with a tooltip, in section order (``keymap``: the user's keys by id)."""
     keymap = keymap or {}
     entries: list[HelpEntry] = []
-    for cls in _classes():
+    for cls in OWNERS:
         section = getattr(cls, "HELP_TITLE", cls.__name__)
         for binding in cls.__dict__.get("BINDINGS", []):
             if not isinstance(binding, Binding) or not binding.tooltip:
@@ -91,16 +91,12 @@ def help_entries(keymap: dict[str, str] | None = None) -> list[HelpEntry]:
     return entries
 
 
-def palette_entries(app: HermesApp) -> list[tuple[str, str, str, Widget]]:
+def palette_entries(app: _App) -> list[tuple[str, str, str, Widget]]:
     """(title, help, action, target) for every action of the main screen and the log pane,
     for the command palette; the target is the widget the action runs on."""
-    from .log_pane import LogPane
-    from .main_screen import MainScreen
-    from .stack_actions import StackActions
-
     out: list[tuple[str, str, str, Widget]] = []
-    targets: tuple[tuple[Widget, type[Widget]], ...] = ((app.main, MainScreen), (app.main, StackActions),
-                                                        (app.main.log_pane, LogPane))
+    screens = [cls for cls in type(app.main).__mro__ if cls.__module__.startswith(__package__ or "tui")]
+    targets = [*((app.main, cls) for cls in screens), (app.main.log_pane, type(app.main.log_pane))]
     for target, cls in targets:
         for binding in cls.__dict__.get("BINDINGS", []):
             if binding.tooltip and binding.action not in ("escape", "cancel_selection"):
@@ -181,5 +177,3 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    print(markdown_table())

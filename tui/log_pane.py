@@ -1,43 +1,25 @@
 """The log pane: the selected job's on-disk output, rendered one viewport at a time.
 
-Data flow
----------
-A :class:`LogReader` thread per shown job owns a :class:`hermes_procs.core.registry.logstore.LineIndex`
-(an incremental line-offset index over the job's log segments).  It refreshes the index, reads
-only the raw lines of the requested window and posts them to the pane in a
-:class:`LogPane.Lines` message, at most ~20 times a second.  The pane never reads the disk in
-``render_line``: it turns the few raw lines it was given into styled strips (cached).
+The widget only renders and reacts: its :class:`~.log_reader.LogReader` thread reads the disk
+and posts the raw lines of the window it was asked for; ``render_line`` turns those few lines
+into styled strips (log_lines.py: escapes removed, colours kept; cached). Its pieces, each a
+module of its own: the line selection (log_select.py), finding text (log_find.py) and the
+filtered view (filter_view.py, over the scan of log_filter.py); output times (log_times.py).
 
-* Following: while the view is at the bottom it follows the tail.  Scrolling up stops
-  following; ``End`` resumes.  When the job floods (more than a few MiB not yet indexed) the
-  reader does not index on every tick: it reads only the last screenful with
-  ``logstore.tail_bytes`` and catches the index up when the user scrolls back.
-* Opening a 500 MB log is instant: the first message carries the tail (no index needed); the
-  index is built in the reader thread afterwards.
-* Safety: a line is decoded, every escape sequence other than SGR (colours) is removed by
-  ``core.text.strip_ansi(keep_sgr=True)`` (OSC 52, titles, hyperlinks, cursor moves, private
-  modes, DCS, C1 controls ...), ``\\r`` redraws are
-  collapsed, and only then the SGR codes are parsed by ``rich``'s ANSI decoder into styles.
-  Nothing a job wrote ever reaches the real terminal.
-* Times: ``T`` shows when each line arrived in a gutter (``HH:MM:SS``, from the job's
-  ``times.idx``, core/supervisor/timeline.py); the reader looks the times up only while they are shown,
-  for the lines it serves.  ``@`` jumps to the output of a time ("5m" ago, "06:30").
-* Search: :meth:`LogPane.search` scans the raw log in the reader thread (1 MiB chunks, case
-  insensitive), forward or backward from the current line, and scrolls to the match.
+* Following: while the view is at the bottom it follows the tail; scrolling up stops
+  following, ``End`` resumes.
+* Times: ``T`` shows when each line arrived in a gutter (``HH:MM:SS``); ``@`` jumps to the
+  output of a time ("5m" ago, "06:30").
+* Find: :meth:`LogPane.search` (Ctrl-F) scrolls to the next or previous match.
 """
 
 from __future__ import annotations
 
-import os
-import queue
-import re
-import threading
 import time
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich.ansi import AnsiDecoder
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -51,468 +33,26 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import get_current_worker
 
-from hermes_procs.core.registry import logstore
-from hermes_procs.core.registry.userregex import PatternTimeout, UserRegex
-from hermes_procs.core.supervisor import timeline
-from hermes_procs.core.supervisor.text import collapse_cr, strip_ansi
+from hermes_procs.core.registry.userregex import UserRegex
 
 from .config import HighlightRule
-from .log_filter import FilterProgress, FilterRow, filter_log
+from .filter_view import FilterView
+from .log_filter import FilterProgress, filter_log
+from .log_find import Finder
+from .log_lines import MAX_LINE_CHARS, render_raw_line
+from .log_reader import LogReader
+from .log_select import LineSelection
 from .log_times import GUTTER, TimeJumpScreen, gutter_text
 
 __all__ = ["LogPane", "LogReader", "render_raw_line"]
 
-# --- turning one raw line into safe styled text --------------------------------------------
-
-_SGR = re.compile(r"\x1b\[[0-9;:]*m")
 _SELECTED = Style(reverse=True)
 _GUTTER_STYLE = Style(dim=True)
-MAX_LINE_CHARS = 4000  # a longer line is cut (its end is kept when it is a \r redraw)
 
 
-def _visible_len(s: str) -> int:
-    return len(_SGR.sub("", s))
-
-
-def _collapse(s: str) -> str:
-    """Collapse ``\\r`` redraws (and backspaces) of a line that may hold SGR codes."""
-    if "\r" not in s and "\b" not in s:
-        return s
-    if "\b" not in s:
-        segs = [seg for seg in s.split("\r")]
-        while len(segs) > 1 and not _SGR.sub("", segs[-1]):
-            segs.pop()  # a trailing "\r" (CRLF) or colour-only tail changes nothing
-        last = segs[-1]
-        if len(segs) == 1 or _visible_len(last) >= max(_visible_len(x) for x in segs[:-1]):
-            return last  # the usual progress redraw: the last frame covers the earlier ones
-    # partial overwrite: exact columns matter more than colours
-    return collapse_cr(_SGR.sub("", s))
-
-
-def render_raw_line(raw: bytes) -> Text:
-    """Raw bytes of one log line -> a safe, styled, single-line Text."""
-    s = raw.decode("utf-8", "replace")
-    if len(s) > MAX_LINE_CHARS:
-        cut = len(s) - MAX_LINE_CHARS
-        body = s.rstrip("\r")
-        k = body.rfind("\r", 0, len(body) - 1)
-        if k != -1 and len(body) - k <= MAX_LINE_CHARS:
-            s = body[k + 1:]
-        else:
-            s = s[:MAX_LINE_CHARS] + f"… [{cut} more characters]"
-    s = _collapse(strip_ansi(s, keep_sgr=True))
-    text = AnsiDecoder().decode_line(s)
-    text.expand_tabs(8)
-    text.no_wrap = True
-    return text
-
-
-def _starts(start: int, lines: list[bytes], count: int) -> list[int]:
-    """Absolute start offsets of the last ``count`` of ``lines`` (split on b"\\n" from ``start``)."""
-    skip = sum(len(x) + 1 for x in lines[:-count]) if len(lines) > count else 0
-    out = [start + skip]
-    for x in lines[-count:][:-1]:
-        out.append(out[-1] + len(x) + 1)
-    return out
-
-
-@dataclass(slots=True)
-class _Filter:
-    """The filtered view: what is shown and how far the scan is."""
-
-    pattern: UserRegex
-    context: int
-    rows: list[FilterRow | None] = field(default_factory=list)  # None: a separator
-    matches: int = 0
-    scanned: int = 0
-    total: int = 0
-    done: bool = False
-    truncated: bool = False
-    error: str = ""
-
-
-# --- the reader thread ---------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Request:
-    first: int
-    count: int
-    follow: bool
-
-
-class LogReader(threading.Thread):
-    """Owns the job's LineIndex; serves viewport reads and searches; posts to the pane."""
-
-    FLOOD_BACKLOG = 8 << 20  # more unindexed bytes than this while following: tail-only mode
-    FLOOD_RATE = 16 << 20  # bytes/s: faster than this while following, tail-only mode
-    CALM_RATE = 1 << 20  # bytes/s: slower than this, a big backlog gets indexed
-    TAIL_BYTES = 256 << 10
-
-    def __init__(self, pane: LogPane, jobdir: Path, generation: int, running: bool = True) -> None:
-        super().__init__(name=f"log-reader-{jobdir.name}", daemon=True)
-        self.pane = pane
-        self.jobdir = Path(jobdir)
-        self.generation = generation
-        self.running = running
-        self._req: _Request | None = None
-        self._searches: queue.SimpleQueue[tuple[str, int, bool]] = queue.SimpleQueue()
-        self._jumps: queue.SimpleQueue[float] = queue.SimpleQueue()
-        self.times = False  # look up when each served line arrived (the pane shows them)
-        self._tail_starts: list[int] = []  # absolute offsets of the last tail lines read
-        self._wake = threading.Event()
-        self._stop_ev = threading.Event()
-        self.index: logstore.LineIndex | None = None
-        self._marks: deque[tuple[float, int]] = deque()
-        self._rate = 0.0
-        self._retry_at = 0.0
-        self._snap: logstore.LineIndex | None = None
-        self._snap_fds: list[int] = []
-        self._last_post: tuple | None = None
-        self._last_size = -1
-        self._estimate = 0  # lines the retained log holds, estimated while flooding
-
-    # any thread
-    def request(self, first: int, count: int, follow: bool) -> None:
-        self._req = _Request(first, count, follow)
-        self._wake.set()
-
-    def search(self, query: str, from_line: int, forward: bool) -> None:
-        self._searches.put((query, from_line, forward))
-        self._wake.set()
-
-    def jump(self, when: float) -> None:
-        """Find the first line that arrived at or after ``when`` (epoch seconds)."""
-        self._jumps.put(when)
-        self._wake.set()
-
-    def show_times(self, on: bool) -> None:
-        self.times = on
-        self._last_post = None  # serve the window again, with (or without) its times
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stop_ev.set()
-        self._wake.set()
-
-    def _post(self, msg: Message) -> None:
-        if not self._stop_ev.is_set():
-            self.pane.post_message(msg)
-
-    # reader thread
-    def run(self) -> None:
-        try:
-            self._run()
-            self._drop_snapshot()
-        except Exception as exc:  # never take the app down; show it in the pane
-            failed = [f"[log reader failed: {exc}]".encode()]
-            self._post(LogPane.Lines(generation=self.generation, first=0, lines=failed,
-                                     total=1, follow=True, tail=False))
-
-    def _run(self) -> None:
-        # 1. the tail first: a huge log shows at once, before any index exists
-        req = self._req or _Request(0, 50, True)
-        tail = self._tail_lines(max(req.count, 1))
-        self._post(LogPane.Lines(generation=self.generation, first=0, lines=tail, total=len(tail),
-                                 follow=True, tail=True))
-        # measure how fast the log grows before deciding to index it (a flood is never indexed
-        # while the view follows it)
-        self._growth_rate()
-        self._wake.wait(0.1)
-        quiet_since = time.monotonic()
-        tick = 0.05
-        serve = True
-        while not self._stop_ev.is_set():
-            if serve:
-                self._serve()
-            if self.view_index() is not None:
-                while not self._searches.empty():
-                    self._do_search(*self._searches.get())
-                while not self._jumps.empty():
-                    self._do_jump(self._jumps.get())
-            self._wake.wait(tick)
-            woke = self._wake.is_set()
-            self._wake.clear()
-            if self._stop_ev.is_set():
-                break
-            size = self._size()
-            changed = size != self._last_size
-            now = time.monotonic()
-            if changed:
-                quiet_since = now
-                tick = 0.05  # at most ~20 updates a second while output flows
-            elif now - quiet_since > 2.0:
-                tick = 0.5  # quiet: poll twice a second
-            self._last_size = size
-            serve = changed or woke or self.index is None
-
-    def _size(self) -> int:
-        """A cheap fingerprint of the log (sizes and inodes of the segments)."""
-        total = 0
-        for name in (logstore.OLD_LOG_NAME, logstore.LOG_NAME):
-            try:
-                st = os.stat(self.jobdir / name)
-                total += st.st_size + st.st_ino
-            except OSError:
-                pass
-        return total
-
-    def _tail_lines(self, count: int, with_size: bool = False):
-        """The last ``count`` raw lines, reading as little of the end of the log as possible
-        (with times shown, their start offsets go to ``_tail_starts``)."""
-        want = max(8 << 10, count * 160)
-        while True:
-            try:
-                start, data = logstore.tail_span(self.jobdir, want)
-            except RuntimeError:  # rotating faster than we can read: next tick
-                return ([], 0.0) if with_size else []
-            lines = data.split(b"\n")
-            if lines and lines[-1] == b"" and len(lines) > 1:
-                lines.pop()
-            cut = len(data) >= want
-            if cut and len(lines) > 1:
-                start += len(lines[0]) + 1
-                lines = lines[1:]  # the first one is probably cut
-            if len(lines) >= count or not cut or want >= self.TAIL_BYTES:
-                if self.times:
-                    self._tail_starts = _starts(start, lines, count)
-                if with_size:  # and the mean line length (bytes) over every line read
-                    return lines[-count:], sum(len(x) + 1 for x in lines) / max(1, len(lines))
-                return lines[-count:]
-            want *= 4
-
-    def _growth_rate(self) -> float:
-        """Bytes per second the log grew over about the last second (0 when unknown)."""
-        now = time.monotonic()
-        try:
-            end = logstore.total_bytes(self.jobdir)
-        except Exception:
-            return self._rate
-        marks = self._marks
-        if marks and end < marks[-1][1]:
-            end = marks[-1][1]  # a read in the middle of a rotation: absolute offsets never go back
-        marks.append((now, end))
-        while len(marks) > 2 and now - marks[1][0] >= 1.0:
-            marks.popleft()
-        first = marks[0]
-        if now - first[0] >= 0.05:
-            self._rate = (end - first[1]) / (now - first[0])
-        return self._rate
-
-    def _serve(self) -> None:
-        req = self._req or _Request(0, 50, True)
-        rate = self._growth_rate()
-        if req.follow:
-            self._drop_snapshot()
-            if self._flooding(rate):  # show the last screenful without indexing every byte
-                self._serve_tail(req)
-                return
-        elif self._snap is not None or rate > self.FLOOD_RATE:
-            # scrolled back during a flood: a frozen snapshot of the log (End follows again)
-            self._serve_snapshot(req, self._snap or self._take_snapshot())
-            return
-        if time.monotonic() < self._retry_at:
-            return
-        idx = self._fresh_index()
-        if idx is None:  # the log rotates faster than it can be indexed: wait a little
-            self._retry_at = time.monotonic() + 1.0
-            if req.follow:
-                self._serve_tail(req)
-            else:
-                self._serve_snapshot(req, self._take_snapshot())
-            return
-        self._serve_index(idx, req)
-
-    def _flooding(self, rate: float) -> bool:
-        """Whether the log grows too fast to index every byte as it comes (following the end)."""
-        try:
-            backlog = logstore.total_bytes(self.jobdir) - (self.index.end_offset if self.index else 0)
-        except Exception:
-            backlog = 0
-        return rate > self.FLOOD_RATE or (backlog > self.FLOOD_BACKLOG and rate > self.CALM_RATE)
-
-    def _serve_snapshot(self, req: _Request, snap: logstore.LineIndex | None) -> None:
-        if snap is not None:
-            self._serve_index(snap, req, snapshot=True)
-
-    def _fresh_index(self) -> logstore.LineIndex | None:
-        """The line index brought up to date (made on first use: a big log is scanned here);
-        None when the log rotates faster than it can be indexed."""
-        try:
-            if self.index is None:
-                self.index = logstore.LineIndex(self.jobdir)
-            else:
-                self.index.refresh()
-        except RuntimeError:
-            return None
-        return self.index
-
-    def _serve_index(self, idx: logstore.LineIndex, req: _Request, snapshot: bool = False) -> None:
-        total = idx.line_count
-        if req.follow:
-            first = max(0, total - req.count)
-        else:
-            first = max(0, min(req.first, max(0, total - 1)))
-        key = ("index", snapshot, first, req.count, total, idx.end_offset, idx.dropped_bytes)
-        if key == self._last_post:
-            return
-        self._last_post = key
-        lines = idx.read_raw_lines(first, req.count, max_bytes=256 << 10)
-        times = self._times_of([s for s, _ in idx.spans(first, len(lines))]) if self.times else None
-        self._post(LogPane.Lines(generation=self.generation, first=first, lines=lines, total=total,
-                                 follow=req.follow, tail=False, dropped=idx.dropped_bytes,
-                                 snapshot=snapshot, times=times))
-
-    def _times_of(self, starts: list[int]) -> list[float | None]:
-        """When the lines starting at these absolute offsets arrived (None: unknown)."""
-        with timeline.TimeIndex(self.jobdir) as times:
-            return times.times_at(starts)
-
-    def _do_jump(self, when: float) -> None:
-        idx = self.view_index()
-        assert idx is not None
-        if idx is self.index:
-            idx.refresh()
-        with timeline.TimeIndex(self.jobdir) as times:
-            known = times.exists
-            offset = times.offset_at(when)
-        line = idx.line_at(offset) if offset is not None else None
-        if line is not None and line >= idx.line_count:
-            line = None
-        self._post(LogPane.JumpDone(self.generation, when, line, known))
-
-    def _take_snapshot(self) -> logstore.LineIndex | None:
-        """Index the log's segments as they are now, through open descriptors, so a rotation
-        cannot pull them away (a frozen view while the job floods)."""
-        for _ in range(3):
-            base = logstore.dropped_bytes(self.jobdir)
-            fds: list[int] = []
-            for name in (logstore.OLD_LOG_NAME, logstore.LOG_NAME):
-                try:
-                    fds.append(os.open(self.jobdir / name, os.O_RDONLY | os.O_CLOEXEC))
-                except OSError:
-                    pass
-            if logstore.dropped_bytes(self.jobdir) == base and fds:
-                try:
-                    snap = logstore.LineIndex([f"/proc/self/fd/{fd}" for fd in fds], base=base)
-                except Exception:
-                    snap = None
-                if snap is not None:
-                    self._snap, self._snap_fds = snap, fds
-                    return snap
-            for fd in fds:
-                os.close(fd)
-        return None
-
-    def _drop_snapshot(self) -> None:
-        if self._snap is not None:
-            for fd in self._snap_fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self._snap, self._snap_fds = None, []
-
-    def view_index(self) -> logstore.LineIndex | None:
-        """The index lines are served from: the frozen snapshot, else the live index."""
-        return self._snap if self._snap is not None else self.index
-
-    def _serve_tail(self, req: _Request) -> None:
-        lines, avg = self._tail_lines(req.count, with_size=True)
-        known = self.index.line_count if self.index is not None else 0
-        # how many lines the retained log holds, estimated from the tail's line length, so
-        # the scrollbar means something and the user can scroll back (to a snapshot)
-        estimate = known
-        if lines:
-            try:
-                retained = logstore.total_bytes(self.jobdir) - logstore.dropped_bytes(self.jobdir)
-            except Exception:
-                retained = -1
-            # the two reads race with a rotation (the dropped count can move on between them):
-            # keep the previous estimate rather than collapse to a screenful
-            if retained >= avg * len(lines):
-                self._estimate = int(retained / max(1.0, avg))
-            estimate = max(known, self._estimate, len(lines))
-        key = ("tail", req.count, len(lines), lines[-1] if lines else b"", estimate)
-        if lines and key != self._last_post:
-            self._last_post = key
-            starts = self._tail_starts
-            times = self._times_of(starts) if self.times and len(starts) == len(lines) else None
-            self._post(LogPane.Lines(generation=self.generation, first=estimate - len(lines), lines=lines,
-                                     total=estimate, follow=True, tail=True, times=times))
-
-    def _do_search(self, query: str, from_line: int, forward: bool) -> None:
-        idx = self.view_index()
-        assert idx is not None
-        if idx is self.index:
-            idx.refresh()
-        needle = query.lower().encode("utf-8", "replace")
-        found = None
-        if needle and idx.line_count:
-            from_line = max(0, min(from_line, idx.line_count - 1))
-            find = self._search_forward if forward else self._search_backward
-            found = find(idx, query, needle, from_line)
-        self._post(LogPane.SearchDone(self.generation, query, found, forward))
-
-    # the raw bytes are read in chunks of 1 MiB, overlapping by the needle's length less one
-    _SEARCH_CHUNK = 1 << 20
-
-    def _search_forward(self, idx: logstore.LineIndex, query: str, needle: bytes, from_line: int) -> int | None:
-        """The first line after `from_line` whose text contains `query` (case-insensitive)."""
-        hi, over = idx.end_offset, len(needle) - 1
-        pos = idx.line_span(from_line)[1] + 1  # after the current line
-        while pos < hi and not self._stop_ev.is_set():
-            data = idx.read(pos, min(hi, pos + self._SEARCH_CHUNK + over)).lower()
-            i = data.find(needle)
-            while i != -1:
-                line = self._line_of(pos + i)
-                if self._line_matches(line, query):  # the bytes matched; does the shown text?
-                    return line
-                nxt = idx.line_span(line)[1] + 1 - pos
-                i = data.find(needle, max(i + 1, nxt))
-            pos += self._SEARCH_CHUNK
-        return None
-
-    def _search_backward(self, idx: logstore.LineIndex, query: str, needle: bytes, from_line: int) -> int | None:
-        """The last line before `from_line` whose text contains `query` (case-insensitive)."""
-        lo, hi, over = idx.dropped_bytes, idx.end_offset, len(needle) - 1
-        pos = idx.line_span(from_line)[0]  # before the current line
-        while pos > lo and not self._stop_ev.is_set():
-            s = max(lo, pos - self._SEARCH_CHUNK)
-            data = idx.read(s, min(hi, pos + over)).lower()
-            i = data.rfind(needle)
-            while i != -1:
-                line = self._line_of(s + i)
-                if line < from_line and self._line_matches(line, query):
-                    return line
-                lstart = idx.line_span(line)[0] - s
-                if lstart <= 0:
-                    break
-                i = data.rfind(needle, 0, lstart)
-            pos = s
-        return None
-
-    def _line_matches(self, line: int, query: str) -> bool:
-        raw = self.view_index().read_raw_lines(line, 1, max_bytes=1 << 20)  # type: ignore[union-attr]
-        return bool(raw) and query.lower() in render_raw_line(raw[0]).plain.lower()
-
-    def _line_of(self, offset: int) -> int:
-        """Line number holding absolute byte ``offset`` (binary search on the index)."""
-        idx = self.view_index()
-        assert idx is not None
-        lo, hi = 0, idx.line_count - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if idx.line_span(mid)[0] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-
-
-# --- the pane ------------------------------------------------------------------------------
-
-
+# size: a Textual widget keeps its bindings, the actions they name and its message handlers on
+# itself; what it reads, finds, selects and filters is in log_reader, log_find, log_select and
+# filter_view.
 class LogPane(ScrollView, can_focus=True):
     """Scrollable view of one job's log; follows the tail at the bottom."""
 
@@ -549,29 +89,6 @@ class LogPane(ScrollView, can_focus=True):
 
     follow: reactive[bool] = reactive(True)
 
-    @dataclass(kw_only=True)
-    class Lines(Message):
-        """Raw lines ``first ..`` of the log (from the reader thread)."""
-
-        generation: int  # the pane's job generation they were read for (older ones are dropped)
-        first: int  # line number of lines[0]
-        lines: list[bytes]
-        total: int  # lines the log holds (an estimate in tail mode)
-        follow: bool  # read for a following view
-        tail: bool  # tail-only read (no index): the lines sit at the bottom of the log
-        dropped: int = 0  # bytes the log cap dropped
-        snapshot: bool = False  # a frozen snapshot of a flooding log
-        times: list[float | None] | None = None  # when each line arrived (only while shown)
-
-    @dataclass
-    class JumpDone(Message):
-        """The first line that arrived at or after ``when`` (None: nothing did)."""
-
-        generation: int
-        when: float
-        line: int | None
-        known: bool  # the job has an index of output times
-
     @dataclass
     class CopyLines(Message):
         """The user asked to copy lines ``first..last`` of the log of ``jobdir``."""
@@ -587,14 +104,6 @@ class LogPane(ScrollView, can_focus=True):
         session_id: str
         jobdir: Path
 
-    class SearchDone(Message):
-        def __init__(self, generation: int, query: str, line: int | None, forward: bool) -> None:
-            super().__init__()
-            self.generation = generation
-            self.query = query
-            self.line = line
-            self.forward = forward
-
     class Status(Message):
         """Follow state or search result changed (for the app's status line)."""
 
@@ -607,12 +116,10 @@ class LogPane(ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self.session_id: str | None = None
         self.jobdir: Path | None = None
-        self._filter: _Filter | None = None
+        self._filter: FilterView | None = None
         self.highlights: tuple[HighlightRule, ...] = ()  # regex -> style, from the config
         self._fstrips: dict[int, Strip] = {}
-        self.sel_anchor: int | None = None  # where the selection started (None: no selection)
-        self.sel_cursor = 0  # the other end, moved by the keys or the mouse
-        self._dragging = False
+        self._sel = LineSelection()
         self.reader: LogReader | None = None
         self.generation = 0
         self.total = 0
@@ -627,12 +134,7 @@ class LogPane(ScrollView, can_focus=True):
         self._strips: OrderedDict[tuple[bytes, bool], Strip] = OrderedDict()
         self._max_width = 0
         self._programmatic = 0
-        self.search_text = ""
-        self.match_line: int | None = None
-        # a search the reader has not answered yet, and the steps pressed meanwhile (True:
-        # forward): each starts where the one before it landed, so three quick Downs move three
-        self._search_pending: tuple[int, str] | None = None  # (generation, query)
-        self._search_steps: list[bool] = []
+        self._find = Finder()
         self.updates = 0  # repaint-causing messages handled (for tests and benches)
         self.resizes = 0  # virtual size changes: each one is a layout pass of the screen
 
@@ -647,21 +149,21 @@ class LogPane(ScrollView, can_focus=True):
         self._drop_filter()
         self.session_id = session_id
         self.jobdir = jobdir
-        self.sel_anchor = None
+        self._sel.clear()
         self.total = 0
         self.first = 0
         self._raw = []
         self._times = []
         self._strips.clear()
         self._max_width = 0
-        self.match_line = None
+        self._find.match_line = None
         self._snapshot_mode = False
         self._tail_mode = False
         self._tail_total = -1
         self.follow = True
         self._set_virtual(0)
         if session_id and jobdir is not None:
-            self.reader = LogReader(self, jobdir, self.generation)
+            self.reader = LogReader(self.post_message, jobdir, self.generation)
             self.reader.times = self.show_times
             self.reader.request(0, self._page(), True)
             self.reader.start()
@@ -743,23 +245,23 @@ class LogPane(ScrollView, can_focus=True):
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
 
     def action_scroll_up(self) -> None:
-        if self.sel_anchor is not None:
+        if self._sel.active:
             return self._move_selection(-1)
         self.scroll_to(y=self.scroll_y - 1, animate=False, immediate=True, force=True)
 
     def action_scroll_down(self) -> None:
-        if self.sel_anchor is not None:
+        if self._sel.active:
             return self._move_selection(1)
         self.scroll_to(y=self.scroll_y + 1, animate=False, immediate=True, force=True)
 
     def action_page_up(self) -> None:
-        if self.sel_anchor is not None:
+        if self._sel.active:
             return self._move_selection(-self._page())
         self.scroll_to(y=self.scroll_y - self.scrollable_content_region.height, animate=False,
                        immediate=True, force=True)
 
     def action_page_down(self) -> None:
-        if self.sel_anchor is not None:
+        if self._sel.active:
             return self._move_selection(self._page())
         self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False,
                        immediate=True, force=True)
@@ -777,9 +279,9 @@ class LogPane(ScrollView, can_focus=True):
             return
         self.stop_reader()
         self.generation += 1
-        self.sel_anchor = None
+        self._sel.clear()
         self._drop_filter()
-        self._filter = _Filter(pattern, context)
+        self._filter = FilterView(pattern, context)
         self._fstrips.clear()
         self.follow = False
         self._set_virtual(0)
@@ -823,41 +325,23 @@ class LogPane(ScrollView, can_focus=True):
         f = self._filter
         if f is None or msg.generation != self.generation:
             return
-        p = msg.progress
-        for row in p.rows:
-            if row.gap:
-                f.rows.append(None)
-            f.rows.append(row)
-        f.matches, f.scanned, f.total, f.done, f.truncated = p.matches, p.scanned, p.total, p.done, p.truncated
-        if p.error:
-            f.error = "pattern took too long" if isinstance(p.error, PatternTimeout) else "the pattern failed"
-            self.notify(str(p.error), title="Filter stopped", severity="error", markup=False, timeout=10)
-        if p.rows:
+        f.add(msg.progress)
+        if msg.progress.error:
+            self.notify(str(msg.progress.error), title="Filter stopped", severity="error", markup=False, timeout=10)
+        if msg.progress.rows:
             self._set_virtual(len(f.rows))
             self.refresh()
         self._filter_status()
 
     def _filter_status(self) -> None:
-        f = self._filter
-        if f is None:
-            return
-        around = f" ±{f.context}" if f.context else ""
-        text = f"filter /{f.pattern.source}/{around}: {f.matches} matching line{'s' * (f.matches != 1)}"
-        if f.error:
-            text = f"filter /{f.pattern.source}/: {f.error}, stopped at {100 * f.scanned // max(1, f.total)} %"
-        elif not f.done:
-            text += f" · scanning {100 * f.scanned // max(1, f.total)} %"
-        elif f.truncated:
-            text += " · first 200,000 rows only"
-        self.post_message(self.Status(self, text + " · & edits, Esc in the bar clears"))
+        if self._filter is not None:
+            self.post_message(self.Status(self, self._filter.status()))
 
     # --- selecting and copying lines -------------------------------------------------------
 
     def selection(self) -> tuple[int, int] | None:
         """The selected lines (first, last), inclusive."""
-        if self.sel_anchor is None:
-            return None
-        return min(self.sel_anchor, self.sel_cursor), max(self.sel_anchor, self.sel_cursor)
+        return self._sel.lines()
 
     def action_select_lines(self) -> None:
         if self._filter is not None:
@@ -867,15 +351,15 @@ class LogPane(ScrollView, can_focus=True):
             return
         self.follow = False
         bottom = min(self.total - 1, int(self.scroll_y) + self._page() - 1)
-        self.sel_anchor = self.sel_cursor = bottom
+        self._sel.start(bottom)
         self._selection_status()
         self.refresh()
 
     def _move_selection(self, delta: int) -> None:
-        self.sel_cursor = max(0, min(self.total - 1, self.sel_cursor + delta))
-        top, page = int(self.scroll_y), self._page()
-        if not top <= self.sel_cursor < top + page:  # keep the moving end in view
-            y = self.sel_cursor if self.sel_cursor < top else self.sel_cursor - page + 1
+        self._sel.move_to(self._sel.cursor + delta, self.total)
+        cursor, top, page = self._sel.cursor, int(self.scroll_y), self._page()
+        if not top <= cursor < top + page:  # keep the moving end in view
+            y = cursor if cursor < top else cursor - page + 1
             self.scroll_to(y=y, animate=False, immediate=True, force=True)
         self._selection_status()
         self.refresh()
@@ -894,9 +378,9 @@ class LogPane(ScrollView, can_focus=True):
         self.action_cancel_selection()
 
     def action_cancel_selection(self) -> None:
-        if self.sel_anchor is None:
+        if not self._sel.active:
             raise SkipAction()  # Esc means "back" further up
-        self.sel_anchor = None
+        self._sel.clear()
         self._follow_status()
         self.refresh()
 
@@ -928,8 +412,8 @@ class LogPane(ScrollView, can_focus=True):
 
         self.app.push_screen(TimeJumpScreen(), chosen)
 
-    @on(JumpDone)
-    def _on_jump_done(self, msg: JumpDone) -> None:
+    @on(LogReader.JumpDone)
+    def _on_jump_done(self, msg: LogReader.JumpDone) -> None:
         msg.stop()
         if msg.generation != self.generation:
             return
@@ -967,32 +451,32 @@ class LogPane(ScrollView, can_focus=True):
         if line is None or event.button != 1 or self._filter is not None:
             return
         self.focus()
-        self.sel_anchor = self.sel_cursor = line
-        self._dragging = True
+        self._sel.start(line)
+        self._sel.dragging = True
         self.capture_mouse()
         self.refresh()
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
-        if not self._dragging:
+        if not self._sel.dragging:
             return
         offset = event.get_content_offset_capture(self)
         top, page = int(self.scroll_y), self._page()
         line = top + offset.y
         if offset.y < 0 or offset.y >= page:  # dragging past an edge scrolls
             self.scroll_to(y=top + (-1 if offset.y < 0 else 1), animate=False, immediate=True, force=True)
-        self.sel_cursor = max(0, min(self.total - 1, line))
-        if self.follow and self.sel_cursor != self.sel_anchor:
+        self._sel.move_to(line, self.total)
+        if self.follow and self._sel.cursor != self._sel.anchor:
             self.follow = False
         self._selection_status()
         self.refresh()
 
     def on_mouse_up(self, event: events.MouseUp) -> None:
-        if not self._dragging:
+        if not self._sel.dragging:
             return
-        self._dragging = False
+        self._sel.dragging = False
         self.release_mouse()
-        if self.sel_anchor == self.sel_cursor:  # a click, not a drag
-            self.sel_anchor = None
+        if self._sel.anchor == self._sel.cursor:  # a click, not a drag
+            self._sel.clear()
             self._follow_status()
             self.refresh()
             return
@@ -1000,8 +484,8 @@ class LogPane(ScrollView, can_focus=True):
 
     # --- messages from the reader --------------------------------------------------------
 
-    @on(Lines)
-    def _on_lines(self, msg: Lines) -> None:
+    @on(LogReader.Lines)
+    def _on_lines(self, msg: LogReader.Lines) -> None:
         msg.stop()
         if msg.generation != self.generation:
             return
@@ -1041,18 +525,17 @@ class LogPane(ScrollView, can_focus=True):
             self._scroll_bottom()
         self.refresh()
 
-    @on(SearchDone)
-    def _on_search_done(self, msg: SearchDone) -> None:
+    @on(LogReader.SearchDone)
+    def _on_search_done(self, msg: LogReader.SearchDone) -> None:
         msg.stop()
         if msg.generation != self.generation:
             return
-        self._search_pending = None
-        steps, self._search_steps = self._search_steps, []
+        steps = self._find.done()
         if msg.line is None:
             self.post_message(self.Status(self, f"no more matches for {msg.query!r}"))
             self.app.bell()
             return
-        self.match_line = msg.line
+        self._find.match_line = msg.line
         self.follow = False
         target = max(0, msg.line - self._page() // 3)
         self._programmatic += 1
@@ -1065,19 +548,23 @@ class LogPane(ScrollView, can_focus=True):
         self.post_message(self.Status(self, f"match at line {msg.line + 1}"))
         if steps:  # pressed while this search ran: the next starts from this match
             self.search(msg.query, steps[0])
-            self._search_steps[:0] = steps[1:]
+            self._find.steps[:0] = steps[1:]
 
     # --- search ---------------------------------------------------------------------
 
+    @property
+    def search_text(self) -> str:
+        return self._find.text
+
+    @property
+    def match_line(self) -> int | None:
+        """The line the last find landed on (highlighted)."""
+        return self._find.match_line
+
     def search(self, query: str, forward: bool = True) -> None:
-        self.search_text = query
-        if not query or self.reader is None:
+        self._find.text = query
+        if not query or self.reader is None or not self._find.begin(self.generation, query, forward):
             return
-        if self._search_pending == (self.generation, query):
-            self._search_steps.append(forward)
-            return
-        self._search_steps = []
-        self._search_pending = (self.generation, query)
         if self.match_line is not None:
             start = self.match_line
         else:
@@ -1089,14 +576,14 @@ class LogPane(ScrollView, can_focus=True):
             if self.reader.index is not None and self.reader.index.line_count:
                 raw = self._raw[:1]
                 if raw and query.lower() in render_raw_line(raw[0]).plain.lower() and self.first == 0:
-                    self.post_message(self.SearchDone(self.generation, query, 0, True))
+                    self.post_message(LogReader.SearchDone(self.generation, query, 0, True))
                     return
         self.post_message(self.Status(self, f"searching for {query!r}…"))
         self.reader.search(query, start, forward)
 
     def clear_match(self) -> None:
         """Drop the highlight of the last match."""
-        self.match_line = None
+        self._find.match_line = None
         self.refresh()
 
     # --- rendering ------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -26,7 +26,10 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from .bars import DetailTitle, KeyFooter, TopBar, one_line
+from hermes_procs.core.registry.interface import Registry
+from hermes_procs.core.supervisor.text import safe_line
+
+from .bars import DetailTitle, KeyFooter, TopBar
 from .clipboard import system_copy
 from .dialogs import KillScreen, NewJobScreen, RerunScreen, SaveLogScreen, SignalScreen
 from .exit_toasts import ExitToasts, summary
@@ -60,12 +63,20 @@ from .stack_view import is_header
 from .terminal import TerminalPane
 
 if TYPE_CHECKING:
-    from .app import HermesApp
     from .config import Config
+
+
+class _Dashboard(Protocol):
+    """What the screen takes of its app (app.HermesApp, which shows it)."""
+
+    config: Config
+    files: Files
 
 __all__ = ["MainScreen"]
 
 
+# size: the screen owns every action on jobs (its bindings name them, the help lists them);
+# each is a few lines that hand the work to a dialog, a worker or the registry.
 class MainScreen(StackActions):
     """Jobs table on top, the selected job's output (log or terminal) and input below; the
     stack keys and rows come from StackActions (a Screen)."""
@@ -127,7 +138,7 @@ class MainScreen(StackActions):
     host_filter: reactive[str] = reactive("")  # "": every host, "local", or a remote host's label
     selected: reactive[str | None] = reactive(None, init=False)
 
-    def __init__(self, registry, *, sample_interval: float = 1.0, home_label: str | None = None) -> None:
+    def __init__(self, registry: Registry, *, sample_interval: float = 1.0, home_label: str | None = None) -> None:
         super().__init__()
         self.registry = registry
         self.sample_interval = sample_interval
@@ -175,12 +186,12 @@ class MainScreen(StackActions):
     @property
     def config(self) -> Config:
         """The dashboard's configuration (tui/config.py): keys, highlights, notify, theme."""
-        return cast("HermesApp", self.app).config
+        return cast("_Dashboard", self.app).config
 
     @property
     def files(self) -> Files:
         """Where the dashboard writes files on this machine (tui/files.py; refuses when read-only)."""
-        return cast("HermesApp", self.app).files
+        return cast("_Dashboard", self.app).files
 
     def on_mount(self) -> None:
         self.query_one(TopBar).home = self.home_label or _short_home(self.registry.home)
@@ -282,7 +293,7 @@ class MainScreen(StackActions):
             self._alert("failure", f"{title}: {message}")
 
     def _toast_exit(self, row: JobRow) -> None:
-        title = one_line(row.title)[:50]
+        title = safe_line(row.title)[:50]
         if row.label == "exited 0":
             self.notify(title, title="Job finished: exit 0", timeout=5, markup=False)
         else:
@@ -319,13 +330,13 @@ class MainScreen(StackActions):
         except Exception:  # the alert goes out without the question
             output = ""
         lines = [line for line in output.splitlines() if line.strip()]
-        self.post_message(WaitingForInput(sid, title, one_line(lines[-1])[-160:] if lines else ""))
+        self.post_message(WaitingForInput(sid, title, safe_line(lines[-1])[-160:] if lines else ""))
 
     @on(WaitingForInput)
     def _on_waiting(self, message: WaitingForInput) -> None:
         if message.session_id not in self._waiting:  # answered in the meantime
             return
-        title = one_line(message.title)[:50]
+        title = safe_line(message.title)[:50]
         self.notify(message.question or title, title=f"{title}: waiting for input" if message.question
                     else "Waiting for input", severity="warning", timeout=10, markup=False)
         self._alert("input", f"{title} is waiting for input" + (f": {message.question}" if message.question else ""))
@@ -333,8 +344,8 @@ class MainScreen(StackActions):
     def _toast_watch(self, event: dict) -> None:
         row = self.table.rows_by_id.get(event.get("session_id", ""))
         title = row.title if row else event.get("session_id", "")
-        out = one_line(str(event.get("output", "")))[-120:]
-        self.notify(out, title=f"{one_line(title)[:40]}: /{event.get('pattern')}/ matched",
+        out = safe_line(str(event.get("output", "")))[-120:]
+        self.notify(out, title=f"{safe_line(title)[:40]}: /{event.get('pattern')}/ matched",
                     severity="warning", markup=False, timeout=8)
 
     def current_row(self) -> JobRow | None:
@@ -553,19 +564,26 @@ class MainScreen(StackActions):
                 return
             status = result.get("status")
             if status == "killed":
-                self.notify(one_line(row.title)[:50], title="Killed", timeout=4, markup=False)
+                self.notify(safe_line(row.title)[:50], title="Killed", timeout=4, markup=False)
             elif status == "already_exited":
-                self.notify(f"{one_line(row.title)[:50]} had already exited", timeout=4, markup=False)
+                self.notify(f"{safe_line(row.title)[:50]} had already exited", timeout=4, markup=False)
             elif status == "error":
                 self.notify(result.get("error", "kill failed"), title="Kill failed", severity="error", markup=False)
                 self._ended_by_us.discard(row.session_id)  # it may still end on its own
             self._statuses[row.session_id] = "killed-by-us"  # no second "exited" toast
             self._poke()
 
-        def confirmed() -> None:  # before the kill: the sampler may see the job end first
-            self._ended_by_us.add(row.session_id)
+        def confirmed(dialog: KillScreen) -> None:
+            self._ended_by_us.add(row.session_id)  # before the kill: the sampler may see the job end first
+            self._kill(row.session_id, dialog)
 
-        self.app.push_screen(KillScreen(self.registry, row, confirmed), done)
+        self.app.push_screen(KillScreen(row, confirmed), done)
+
+    @work(thread=True, group="actions")
+    def _kill(self, session_id: str, dialog: KillScreen) -> None:
+        """The kill a KillScreen confirmed; the dialog shows how it went (and closes on success)."""
+        result = self.registry.kill(session_id)
+        self.app.call_from_thread(dialog.show_result, result)
 
     def action_rerun(self) -> None:
         """Run the selected job again as a new job (registry.restart: same command, cwd, env, PTY,
@@ -582,7 +600,7 @@ class MainScreen(StackActions):
         def chosen(go: bool | None) -> None:
             if go:
                 self._ended_by_us.add(row.session_id)  # before the kill: the sampler may see it first
-                self.notify(one_line(row.title)[:50], title="Stopping it to run it again", timeout=3,
+                self.notify(safe_line(row.title)[:50], title="Stopping it to run it again", timeout=3,
                             markup=False)
                 self._rerun(row.session_id)
 
@@ -599,7 +617,7 @@ class MainScreen(StackActions):
     @on(JobRerun)
     def _on_rerun(self, message: JobRerun) -> None:
         self._pending_select = message.new
-        self.notify(one_line(message.command)[:60], title="Rerun started", timeout=3, markup=False)
+        self.notify(safe_line(message.command)[:60], title="Rerun started", timeout=3, markup=False)
         self._poke()
 
     def action_signal(self) -> None:
@@ -678,7 +696,7 @@ class MainScreen(StackActions):
     @on(JobStarted)
     def _on_started(self, message: JobStarted) -> None:
         self._pending_select = message.session_id
-        self.notify(one_line(message.command)[:60], title="Started", timeout=3, markup=False)
+        self.notify(safe_line(message.command)[:60], title="Started", timeout=3, markup=False)
         self._poke()
 
     @on(SignalSent)
@@ -706,7 +724,7 @@ class MainScreen(StackActions):
         row = self._job_for(changes=False)
         if row is not None:
             self.app.copy_to_clipboard(row.command)
-            self.notify(one_line(row.command)[:60], title="Copied the command", timeout=3, markup=False)
+            self.notify(safe_line(row.command)[:60], title="Copied the command", timeout=3, markup=False)
 
     def action_copy_id(self) -> None:
         row = self._job_for(changes=False)
@@ -807,7 +825,7 @@ class MainScreen(StackActions):
             focus_now(self.table)
 
 
-def _short_home(home: Path) -> str:
-    s = str(home)
+def _short_home(home: os.PathLike[str] | str) -> str:
+    s = os.fspath(home)
     user = os.path.expanduser("~")
     return "~" + s[len(user):] if user != "/" and s.startswith(user) else s

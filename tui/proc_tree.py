@@ -12,7 +12,6 @@ the exact process that was shown.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -23,7 +22,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
 
-from .bars import one_line
+from hermes_procs.core.registry.interface import Registry
+from hermes_procs.core.supervisor.text import safe_line
+
 from .dialogs import _DIALOG_CSS, JOB_SIGNALS, ConfirmScreen, SignalScreen
 from .jobs_table import fmt_bytes
 from .readonly import refused
@@ -72,7 +73,7 @@ class KillProcessScreen(ConfirmScreen):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Kill process {self.process['pid']}?", classes="title")
-            yield Static(Text.assemble(("command  ", "dim"), one_line(self.process["command"])[:200]))
+            yield Static(Text.assemble(("command  ", "dim"), safe_line(self.process["command"])[:200]))
             yield Static("It gets SIGKILL: it ends at once, the rest of the job keeps running. "
                          "(s sends a gentler signal.)", classes="dim")
             with Horizontal(classes="buttons"):
@@ -118,7 +119,7 @@ class TreeScreen(ModalScreen[None]):
             super().__init__()
             self.process, self.sig, self.result = process, sig, result
 
-    def __init__(self, registry: Any, job: JobRow, host_name: str = "") -> None:
+    def __init__(self, registry: Registry, job: JobRow, host_name: str = "") -> None:
         super().__init__()
         self.registry = registry
         self.job = job
@@ -134,7 +135,7 @@ class TreeScreen(ModalScreen[None]):
         title = Text.assemble(("Processes of ", "bold"), (job.session_id, "cyan"))
         if job.name:
             title.append(f"  {job.name}", style="bold")
-        title.append(f"  {one_line(job.command)[:80]}")
+        title.append(f"  {safe_line(job.command)[:80]}")
         if job.host:
             title.append(f"  on {self.host_name or job.host}", style="bold")
         with Vertical():
@@ -175,7 +176,7 @@ class TreeScreen(ModalScreen[None]):
         result = message.result
         summary = self.query_one("#tree-summary", Static)
         if result.get("status") not in ("running", "exited"):
-            summary.update(Text(one_line(str(result.get("error") or "the tree could not be read"))))
+            summary.update(Text(safe_line(str(result.get("error") or "the tree could not be read"))))
             summary.add_class("error")
             return
         summary.remove_class("error")
@@ -236,7 +237,7 @@ class TreeScreen(ModalScreen[None]):
         style = {"R": "bold green", "T": "bold yellow", "t": "bold yellow", "Z": "red", "D": "magenta"}.get(state, "")
         waiting = Text(" input ", style="bold black on yellow") if row["awaiting_input"] else Text("")
         command = Text(prefix, style="dim")
-        command.append(one_line(row["command"]) or "?")
+        command.append(safe_line(row["command"]) or "?")
         if len(command) > room:
             command.truncate(room - 1)
             command.append("…")

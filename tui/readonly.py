@@ -1,21 +1,25 @@
 """The registry as a read-only dashboard sees it (`hermes-procs web --read-only`).
 
-Every method that changes a job (kill, signal, spawn, input, resize, attach with input, prune)
-answers ``{"status": "error", "error": "read-only"}`` without touching the job; reads (list,
-poll, logs) pass through.  The dashboard runs on the server, so a modified browser client
-cannot get around it: the refusal happens in the process that owns the registry.
+What it lets through is derived from the marks of the `Registry` interface
+(core/registry/interface.py): a method marked `reads` passes; every other method, one marked
+`changes` and one no interface marks alike, answers ``{"status": "error", "error": "read-only"}``
+without touching the job. So a method added to the registry later is refused here until it is
+declared reading. ``stream`` is answered here: without input it is a read, with input it is
+refused. The dashboard runs on the server, so a modified browser client cannot get around it:
+the refusal happens in the process that owns the registry.
+
+It is a proxy (``__getattr__``), so mypy takes it for any `Registry`; tests/test_web_readonly.py
+checks every interface method through it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry.interface import Registry, Result, Stream, access
 
 READ_ONLY_ERROR = {"status": "error", "error": "read-only"}
 READ_ONLY_TOAST = "This dashboard is read-only: it shows jobs, it does not change them or write files."
-_REFUSED = frozenset({"spawn", "write", "submit", "close_stdin", "resize", "signal", "signal_process", "kill", "prune",
-                      "restart", "rerun", "remove", "up", "down", "restart_stack"})
 
 
 def refused(widget: Any, registry: Any) -> bool:
@@ -32,20 +36,25 @@ class ReadOnlyError(PermissionError):
     """Raised by ``stream(input=True)``: the one method that returns no result dict."""
 
 
+def _refuse(*args: Any, **kwargs: Any) -> Result:
+    return dict(READ_ONLY_ERROR)
+
+
 class ReadOnlyRegistry:
-    """Wraps a ProcessRegistry; refuses the methods in ``_REFUSED``."""
+    """Wraps a registry; lets through only the methods the interface marks as reading."""
 
     read_only = True
 
-    def __init__(self, registry: ProcessRegistry | Any) -> None:
+    def __init__(self, registry: Registry) -> None:
         self._registry = registry
 
     def __getattr__(self, name: str) -> Any:
-        if name in _REFUSED:
-            return lambda *args, **kwargs: dict(READ_ONLY_ERROR)
-        return getattr(self._registry, name)
+        attr = getattr(self._registry, name)
+        if callable(attr) and access(name) != "reads":
+            return _refuse
+        return attr
 
-    def stream(self, session_id: str, input: bool = False, source: str = "human") -> Any:
+    def stream(self, session_id: str, input: bool = False, source: str = "human") -> Stream:
         if input:
             raise ReadOnlyError("read-only")
         return self._registry.stream(session_id, input=False, source=source)

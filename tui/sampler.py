@@ -25,34 +25,20 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from textual.message import Message
 
-from hermes_procs.core.registry.model import parse_time
+from hermes_procs.core.registry.interface import HostsView, Registry, Result, Rows
+from hermes_procs.core.registry.model import JobInfo, parse_time
 from hermes_procs.core.supervisor.text import safe_line, safe_text
 
 from .trends import Trend, TrendRecorder
 
-__all__ = ["JobRow", "Sampler", "status_label"]
+__all__ = ["JobRow", "Sampler"]
 
 
 # --- rows ---------------------------------------------------------------------------------
-
-
-def status_label(job: dict[str, Any]) -> str:
-    """``running``, ``exited N``, ``killed``, ``timed out``, ``lost``."""
-    status = job.get("status")
-    if status == "running":
-        return "running"
-    if status != "exited":
-        return str(status or "unknown")  # e.g. "corrupt"
-    reason = job.get("completion_reason") or "exited"
-    if reason == "exited":
-        code = job.get("exit_code")
-        return f"exited {code}" if code is not None else "exited"
-    return reason.replace("_", " ")
-
 
 @dataclass(frozen=True, slots=True)
 class JobRow:
@@ -65,7 +51,7 @@ class JobRow:
     pid: int | None
     pty: bool
     status: str  # "running" or "exited"
-    label: str  # status_label()
+    label: str  # JobInfo.label: the one wording of a status ("exited 3", "killed", ...)
     exit_code: int | None
     started: float  # epoch seconds
     uptime: float  # seconds (run time so far, or total run time when exited)
@@ -129,7 +115,7 @@ class Sampler(threading.Thread):
 
     def __init__(
         self,
-        registry: Any,
+        registry: Registry,
         target: Any,
         *,
         interval: float = 1.0,
@@ -242,7 +228,7 @@ class Sampler(threading.Thread):
         hosts: list[dict[str, Any]] = []
         if self._remotes:
             try:
-                hosts = self.registry.host_states()
+                hosts = cast("HostsView", self.registry).host_states()  # _remotes: a HostSet
             except Exception:
                 pass
         return SnapshotData(
@@ -260,17 +246,13 @@ class Sampler(threading.Thread):
 
     def _stacks(self) -> list[dict[str, Any]]:
         """Every stack's state (a few small files: state.json and a lock probe per stack)."""
-        if getattr(self.registry, "home", None) is None:
-            return []
         try:
-            from hermes_procs.core.stacks import api
-
-            got = api.stacks(self.registry)
+            got = self.registry.stacks()
         except Exception:  # the core must not take the dashboard down
             return []
-        return got if isinstance(got, list) else []
+        return [row for row in got if isinstance(row, dict)] if isinstance(got, list) else []
 
-    def _list(self) -> list[dict[str, Any]]:
+    def _list(self) -> Rows | Result:
         """``registry.list()``, skipped while nothing can have changed: no job was running at
         the last sample and the jobs folder (where a new job appears) and events.jsonl are
         untouched; only the rows on screen while nothing changed but hundreds of jobs run."""
@@ -285,6 +267,8 @@ class Sampler(threading.Thread):
         if unchanged and last is not None and running >= self.PARTIAL_FROM and recent:
             return self._partial(last, now)
         jobs = self.registry.list()
+        if not isinstance(jobs, list):  # an error dict: sample() shows it, the last list stays
+            return jobs
         self._last_list, self._last_stamp, self._last_list_at = jobs, stamp, now
         self._last_full_at = now
         return jobs
@@ -345,7 +329,7 @@ class Sampler(threading.Thread):
             pid=job.get("pid"),
             pty=bool(job.get("pty")),
             status="running" if running else "exited",
-            label="unreachable" if unreachable and running else status_label(job),
+            label="unreachable" if unreachable and running else JobInfo.from_dict(job).label(),
             exit_code=job.get("exit_code"),
             started=parse_time(job.get("started_at")),
             uptime=float(job.get("uptime_seconds") or 0.0),

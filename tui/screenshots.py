@@ -1,5 +1,6 @@
 """Regenerate the dashboard screenshots (SVG) in ``./screenshots/`` from the real app running the
-demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]``.
+demo jobs in a temporary home: ``python -m hermes_procs.tui.screenshots [OUTDIR]``; with
+``--keys`` it prints the README's keys table instead (generated from the bindings: help.py).
 
 Shots: ``dashboard.svg`` (table + log of a build), ``filter.svg`` (the build's log filtered),
 ``times.svg`` (the log with the time each line arrived), ``terminal.svg`` (terminal pane with a
@@ -28,7 +29,7 @@ from hermes_procs.core import ProcessRegistry
 from .app import HermesApp
 from .demo import PY, kill_running, start_demo
 from .dialogs import KillScreen, RerunScreen
-from .help import HelpScreen
+from .help import HelpScreen, markdown_table
 from .jobs_table import JobsTable
 from .log_pane import LogPane
 from .proc_tree import TreeScreen
@@ -239,6 +240,9 @@ async def _tree_shot(pilot, app: HermesApp, reg: ProcessRegistry, select, save) 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--keys"]:  # the README's keys table, from the bindings (help.py)
+        print(markdown_table())
+        return 0
     out = Path(argv[0]) if argv else Path("screenshots")  # `make screenshots` runs at the repo root
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="hp-shots-"))

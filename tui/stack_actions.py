@@ -1,7 +1,7 @@
 """The dashboard's keys for stacks (mixed into MainScreen): up (`U`, the stack's file read
 again), down (`D`) and restart (`R`) of the selected stack, the stack filter (`S`), and Enter on
 a stack's row to fold or unfold it. Selecting a stack's row shows its jobs' states and messages
-in the detail area. The work runs in thread workers through hermes_procs.core.stacks.api."""
+in the detail area. The work runs in thread workers through the registry (up, down, restart_stack)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Label, Static
 
-from hermes_procs.core.text import safe_line
+from hermes_procs.core.supervisor.text import safe_line
 
 from .dialogs import _DIALOG_CSS, ConfirmScreen
 from .messages import ActionFailed, StackChanged
@@ -166,14 +166,12 @@ class StackActions(Screen):
 
     @work(thread=True, group="stacks")
     def _stack_call(self, op: str, name: str, source: str | None) -> None:
-        from hermes_procs.core.stacks import api
-
         if op == "up":
-            result = api.up(self.registry, source, name)
+            result = self.registry.up(source, name)
         elif op == "down":
-            result = api.down(self.registry, name)
+            result = self.registry.down(name)
         else:
-            result = api.restart(self.registry, name)
+            result = self.registry.restart_stack(name)
         if isinstance(result, dict) and result.get("status") != "error":
             self.post_message(StackChanged(name, op, str(result.get("state", ""))))
         else:

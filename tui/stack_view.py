@@ -2,7 +2,7 @@
 (starting, up, degraded, down) above the jobs it runs now.
 
 :meth:`StackGroups.arrange` turns the sampler's job rows and the stacks' states
-(``hermes_procs.core.stacks.api.stacks``) into what the table needs: the header rows to add,
+(``registry.stacks()``) into what the table needs: the header rows to add,
 which row belongs under which header (the table sorts a group as one, headers first), and
 which rows to hide: the members of a collapsed stack, the earlier runs of a stack's jobs (each
 restart is a new job; the header counts them), and everything outside the stack filter (``S``).
@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
-from hermes_procs.core.text import safe_line
+from hermes_procs.core.supervisor.text import safe_line
 
 from .sampler import JobRow
 

@@ -40,9 +40,10 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from hermes_procs.core.registry import logstore
+from hermes_procs.core.registry.interface import Registry
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
-from .log_pane import render_raw_line
+from .log_lines import render_raw_line
 from .vt import VTEngine, safe_tail, scan_modes
 
 _INDICATOR = RichStyle(reverse=True, bold=True)
@@ -54,7 +55,7 @@ MAX_PENDING = 4 * 1024 * 1024  # bytes waiting for the UI before the oldest are 
 NUDGE_DELAY = 0.15  # seconds between the two halves of the resize nudge
 
 
-def _read_tail(registry, session_id: str, end: int | None, limit: int = TAIL_BYTES) -> bytes:
+def _read_tail(registry: Registry, session_id: str, end: int | None, limit: int = TAIL_BYTES) -> bytes:
     """Up to ``limit`` bytes of the job's output ending at absolute offset ``end`` (None:
     the end of the log): what came before a live stream that starts at ``end``."""
     try:
@@ -79,6 +80,8 @@ class _PaneMessage(Message):
         return self.pane
 
 
+# size: a Textual widget keeps its bindings, key translation and message handlers on itself;
+# the VT engine is vt.py, the keys keys.py, the full-screen attach fullattach.py.
 class TerminalPane(Widget, can_focus=True):
     """A terminal emulator view of one PTY job."""
 

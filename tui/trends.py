@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the sampler imports this module
-    from .sampler import JobRow
+from typing import Protocol
 
 __all__ = ["HISTORY", "Trend", "TrendRecorder"]
 
@@ -35,6 +32,23 @@ class Trend:
     seconds: float = 0.0  # the time the samples cover
 
 
+class Sample(Protocol):
+    """What a trend takes of a job's row (sampler.JobRow, whose thread records the trend)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def unreachable(self) -> bool: ...
+    @property
+    def cpu(self) -> float | None: ...
+    @property
+    def rss(self) -> int | None: ...
+    @property
+    def output_bytes(self) -> int | None: ...
+
+
 class TrendRecorder:
     """The history of the selected job (used by the sampler thread only)."""
 
@@ -53,7 +67,7 @@ class TrendRecorder:
         self.count = 0  # points ever added
         self._last: tuple[float, int | None] | None = None  # (time, output_bytes) of the last look
 
-    def add(self, row: JobRow | None, now: float) -> Trend | None:
+    def add(self, row: Sample | None, now: float) -> Trend | None:
         """Record `row` (the selected job's row, None when nothing is selected) sampled at `now`;
         return the history to show."""
         if row is None:

@@ -55,7 +55,8 @@ from .compat_secrets import SecretValues
 from .compat_session import PERSISTED, ROUTE_KEYS, ProcessSession, format_process_notification
 
 if TYPE_CHECKING:
-    from ..registry.process_registry import Interrupt, ProcessRegistry
+    from ..registry.interface import Interrupt
+    from ..registry.process_registry import ProcessRegistry
 
 T = TypeVar("T")
 
@@ -93,6 +94,9 @@ class _Flag:
             return False
 
 
+# size: Hermes' own ProcessRegistry API, one method per call Hermes makes, each a few lines over
+# the registry; results, notifications, sessions, output, secrets, checkpoints, adoption and
+# sandboxes are in the compat_*.py modules beside it.
 class HermesProcessRegistry:
     """Hermes' ``ProcessRegistry`` calls and results over a durable :class:`~hermes_procs.core.ProcessRegistry`."""
 

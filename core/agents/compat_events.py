@@ -20,23 +20,38 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-from .compat_session import ROUTE_KEYS, ProcessSession
+from .compat_session import ROUTE_KEYS, ProcessSession, SessionOwner
 from .compat_stock import notification_text, strip_ansi
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .compat import HermesProcessRegistry
+__all__ = ["Adapter", "Notifications", "owns"]
 
-__all__ = ["Notifications", "owns"]
+T = TypeVar("T")
 
 COMPLETION_OUTPUT_CHARS = 2000
+
+
+class Adapter(SessionOwner, Protocol):
+    """What the notifications read of the adapter they feed (compat.HermesProcessRegistry)."""
+
+    consumer: str
+    _sessions: dict[str, ProcessSession]
+    _own: set[str]
+    _own_only: bool
+    _stock: Any  # the registry the plugin replaced, if any
+
+    def _read_events(self) -> list[dict[str, Any]]: ...
+
+    def _log_once(self, what: str, exc: BaseException | str) -> None: ...
+
+    def _view(self, obj: T) -> T: ...
 
 
 class Notifications:
     """The queue, the consumed and poll-observed sets, and the thread that feeds the queue."""
 
-    def __init__(self, adapter: HermesProcessRegistry, poll_interval: float) -> None:
+    def __init__(self, adapter: Adapter, poll_interval: float) -> None:
         self._adapter = adapter
         self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self.consumed: set[str] = set()

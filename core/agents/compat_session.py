@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..registry.model import parse_time
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .compat import HermesProcessRegistry
-
-__all__ = ["PERSISTED", "ROUTE_KEYS", "ProcessSession", "format_process_notification", "stock_outcome"]
+__all__ = ["PERSISTED", "ROUTE_KEYS", "ProcessSession", "SessionOwner", "format_process_notification",
+           "stock_outcome"]
 
 # Watcher routing fields: ``watcher_<key>`` on the session, ``<key>`` in every event.
 ROUTE_KEYS = ("platform", "chat_id", "user_id", "user_name", "thread_id", "message_id")
@@ -46,6 +44,18 @@ def stock_outcome(outcome: dict[str, Any], adopted: bool) -> dict[str, Any]:
     return {"exit_code": code, "completion_reason": reason, "ended_at": outcome.get("ended_at")}
 
 
+class SessionOwner(Protocol):
+    """What a session asks of the adapter that handed it out (compat.HermesProcessRegistry)."""
+
+    def _apply_watch_patterns(self, session: ProcessSession, patterns: list[str]) -> None: ...
+
+    def _session_changed(self, session: ProcessSession) -> None: ...
+
+    def _job_outcome(self, session_id: str) -> dict[str, Any] | None: ...
+
+    def _output_tail(self, session_id: str, chars: int, masked: bool = True) -> str: ...
+
+
 class ProcessSession:
     """One job as Hermes sees it: identity and settings as attributes, live status as properties.
 
@@ -53,7 +63,7 @@ class ProcessSession:
     state (the output is a bounded tail of the log, re-read only when the log changed).
     """
 
-    def __init__(self, owner: HermesProcessRegistry | None, info: dict[str, Any], *,
+    def __init__(self, owner: SessionOwner | None, info: dict[str, Any], *,
                  outcome: dict[str, Any] | None = None,
                  output: str = "") -> None:
         self._ready = False

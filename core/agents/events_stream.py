@@ -36,13 +36,13 @@ from ..registry.events import EVENT_TYPES, MORE
 from ..registry.redact import redact_obj
 
 if TYPE_CHECKING:
-    from ..registry.process_registry import ProcessRegistry
+    from ..registry.interface import Registry
     from ..registry.watch import HomeWatch
 
 __all__ = ["iter_events"]
 
 
-def iter_events(registry: ProcessRegistry, consumer: str = "default", follow: bool = False,
+def iter_events(registry: Registry, consumer: str = "default", follow: bool = False,
                 types: Iterable[str] | None = None,
                 *, interval: float = 0.2, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
     """Yield undelivered events for ``consumer`` (redacted); with ``follow``, keep waiting for more."""
@@ -61,7 +61,7 @@ def iter_events(registry: ProcessRegistry, consumer: str = "default", follow: bo
             watch.close()
 
 
-def _follow(registry: ProcessRegistry, consumer: str, follow: bool, wanted: set[str] | None, interval: float,
+def _follow(registry: Registry, consumer: str, follow: bool, wanted: set[str] | None, interval: float,
             stop: threading.Event | None, log_path: str | None, watch: HomeWatch | None) -> Iterator[dict[str, Any]]:
     last_stamp = None
     while True:
@@ -98,7 +98,7 @@ def _stopped_while_waiting(watch: HomeWatch | None, stop: threading.Event | None
     return False
 
 
-def _watch(registry: ProcessRegistry) -> HomeWatch | None:
+def _watch(registry: Registry) -> HomeWatch | None:
     """A HomeWatch (inotify) on the registry's home, or None (then the stat is polled)."""
     home = getattr(registry, "home", None)
     if home is None:
@@ -112,7 +112,7 @@ def _watch(registry: ProcessRegistry) -> HomeWatch | None:
     return watch
 
 
-def _events_path(registry: ProcessRegistry) -> str | None:
+def _events_path(registry: Registry) -> str | None:
     home = getattr(registry, "home", None)
     return os.path.join(os.fspath(home), "events.jsonl") if home is not None else None
 

@@ -29,6 +29,8 @@ import sys
 import threading
 from typing import Any
 
+from ..supervisor.text import one_line
+
 __all__ = ["active", "install", "register"]
 
 log = logging.getLogger("hermes_procs.plugin")
@@ -40,7 +42,8 @@ def register(ctx: Any) -> None:
     try:
         adapter = install()
     except Exception as exc:  # noqa: BLE001 - any failure: Hermes keeps its own registry
-        log.warning("hermes-procs is not active, Hermes keeps its own process registry: %s", _one_line(exc))
+        log.warning("hermes-procs is not active, Hermes keeps its own process registry: %s",
+                    one_line(str(exc) or type(exc).__name__)[:300])
         return
     log.info("hermes-procs is active: background processes are durable jobs in %s (see `hermes-procs ls`)",
              adapter.registry.home)
@@ -82,8 +85,3 @@ def _replace(old: Any, new: Any) -> int:
             setattr(module, name, new)
             count += 1
     return count
-
-
-def _one_line(exc: BaseException) -> str:
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    return message if len(message) <= 300 else message[:299] + "…"

@@ -21,6 +21,7 @@ from ``$HERMES_PROCS_HOME`` and friends). With ``task_id``, ``start`` records th
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -441,9 +442,7 @@ def _list(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> di
     if isinstance(rows, dict):  # an error dict
         return rows
     if stack:
-        from .stacks import api
-
-        return {"processes": [r for r in rows if r.get("stack") == stack], "stacks": api.stacks(reg, stack)}
+        return {"processes": [r for r in rows if r.get("stack") == stack], "stacks": reg.stacks(stack)}
     return {"processes": list(rows)}
 
 
@@ -493,27 +492,23 @@ def _screen(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 def _restart(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     stack = _get(args, "stack", str)
     if stack:
-        from .stacks import api
-
-        return _as_dict(api.restart(reg, stack, _get(args, "job", str)))
+        return _as_dict(reg.restart_stack(stack, _get(args, "job", str)))
     return _as_dict(reg.restart(_session_id(args)))
 
 
 def _up(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
-    from .stacks import api
-
-    return _as_dict(api.up(reg, _get(args, "path", str), _get(args, "stack", str),
-                           wait=_get(args, "wait_ready", bool, default=False), timeout=_get(args, "timeout", float),
-                           cwd=_get(args, "cwd", str)))
+    path, cwd = _get(args, "path", str), _get(args, "cwd", str)
+    if path and cwd:
+        path = os.path.join(os.path.expanduser(cwd), os.path.expanduser(path))
+    return _as_dict(reg.up(path or cwd or None, _get(args, "stack", str),
+                           wait=_get(args, "wait_ready", bool, default=False), timeout=_get(args, "timeout", float)))
 
 
 def _down(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
-    from .stacks import api
-
     stack, path = _get(args, "stack", str), _get(args, "path", str)
     if not stack and not path:
         raise _ArgError("missing required argument 'stack' (the stack's name from up or list) or 'path'")
-    return _as_dict(api.down(reg, stack, path))
+    return _as_dict(reg.down(stack, path))
 
 
 def _tree(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:

@@ -21,32 +21,31 @@ that is not running (stopped, restarting, removed) is `down` instead: its jobs e
 from __future__ import annotations
 
 import base64
+import builtins
 import hashlib
 import io
 import json
 import os
-import re
 import select
-import shlex
 import socket
 import subprocess
 import threading
 import time
 import zipfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
+from ..registry.interface import Interrupt, Registry, Result, Rows
 from ..registry.screen import draw as draw_screen
 from ..supervisor import template
 from ..supervisor.text import safe_line
+from .address import Host, parse_host
 from .container_state import down_reason
+from .remembered import remember
 from .stdio_server import STDIO_VERSION, decode_hook, dumps
 
 RECONNECT_EVERY = 2.0  # seconds between connection attempts to an unreachable host
 CONNECT_TIMEOUT = 20.0
-SCHEMES = ("ssh", "docker", "k8s")
 # What goes to a remote host (paths under core/): the supervisor program, the registry and the
 # stdio server, all stdlib and Python 3.9. Not the agent faces, nor this side of remote support
 # (client-side only, or needing packages or a Python newer than 3.9 the remote may not have).
@@ -173,147 +172,6 @@ class HostUnreachable(Exception):
 
 class RemoteError(Exception):
     """The remote end refused a request (a protocol or internal error over there)."""
-
-
-# --------------------------------------------------------------------------- addresses
-
-@dataclass(frozen=True)
-class Host:
-    """A parsed host URL and the command that reaches its stdio server."""
-
-    url: str
-    scheme: str
-    target: str
-    port: int | None = None
-    home: str | None = None
-    python: str = "python3"
-    extra: tuple[str, ...] = field(default=())
-    ssh_options: tuple[str, ...] = field(default=())  # given by a program (the Hermes plugin), not the URL
-
-    @property
-    def label(self) -> str:
-        return self.url.split("?", 1)[0]
-
-    def argv(self, remote: list[str]) -> list[str]:
-        """The local command that runs `remote` (an argv) on the host with stdio attached."""
-        if self.scheme == "ssh":
-            # the user's options first: for each option ssh keeps the first value it is given
-            opts = [*shlex.split(os.environ.get("HERMES_PROCS_SSH_ARGS", "")), *self.ssh_options]
-            port = ["-p", str(self.port)] if self.port else []
-            return ["ssh", *opts, "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=10",
-                    "-o", "ServerAliveCountMax=3", *_control_master(), *port, "--", self.target,
-                    shlex.join(remote)]
-        if self.scheme == "docker":
-            return ["docker", "exec", "-i", self.target, *remote]
-        namespace, pod, container = self.extra
-        ns = ["-n", namespace] if namespace else []
-        ct = ["-c", container] if container else []
-        return ["kubectl", "exec", "-i", *ns, pod, *ct, "--", *remote]
-
-
-def _control_master() -> list[str]:
-    """Options sharing one SSH connection per host between processes (each CLI call would
-    otherwise pay a full SSH handshake): a master kept 60 s after its last use, its socket in
-    a private folder. HERMES_PROCS_SSH_ARGS="-o ControlMaster=no" turns it off. Without a
-    private folder (another user's, or one others may enter), no sharing: ssh would talk to any
-    socket planted there as if it were its master."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "hermes-procs", "ssh")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.stat(folder)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o077 or len(folder) > 60:
-            return []
-    except OSError:
-        return []
-    return ["-o", "ControlMaster=auto", "-o", f"ControlPath={folder}/%C", "-o", "ControlPersist=60"]
-
-
-def parse_host(url: str, aliases: dict[str, str] | None = None) -> Host:
-    """`ssh://[user@]host[:port]`, `docker://C`, `k8s://[NS/]POD[/CONTAINER]`, or an alias
-    from the config file's [hosts] table. Raises ValueError with a clear sentence.
-
-    Every part is checked after percent-decoding, as it reaches ssh, docker or kubectl: no
-    control characters anywhere (C0, DEL, C1), names of letters, digits and a few marks, and
-    nothing that starts with `-` (an option)."""
-    url = _host_url(url, aliases)
-    if _CONTROL.search(url):  # urlsplit would drop \t \r \n without a word
-        raise ValueError(f"host URL contains control characters: {url!r}")
-    parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise ValueError(f"unsupported host scheme {parts.scheme!r} in {url!r}; use one of {', '.join(SCHEMES)}")
-    query = parse_qs(parts.query)
-    home = query.get("home", [None])[0]
-    python = query.get("python", ["python3"])[0]
-    if any(_CONTROL.search(value) for value in (home or "", python)):
-        raise ValueError(f"host URL contains control characters: {url!r}")
-    if parts.scheme == "ssh":
-        return Host(url, "ssh", *_ssh_target(url, parts), home, python)
-    words = [_decoded(w, _NAME, "name", url) for w in (parts.netloc + parts.path).split("/") if w]
-    if not words:
-        raise ValueError(f"expected {parts.scheme}://NAME, not {url!r}")
-    if parts.scheme == "docker":
-        if len(words) != 1:
-            raise ValueError(f"expected docker://CONTAINER, not {url!r}")
-        return Host(url, "docker", words[0], None, home, python)
-    namespace, pod, container = _k8s_words(url, words)
-    return Host(url, "k8s", pod, None, home, python, (namespace, pod, container))
-
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_USER = re.compile(r"[\w.@+-]+")  # letters (any script), digits, . _ @ + -
-_HOSTNAME = re.compile(r"[\w.:%-]+")  # names, IPv4, IPv6 (with a zone id)
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")  # containers, pods, namespaces
-
-
-def _decoded(raw: str, allowed: re.Pattern[str], what: str, url: str) -> str:
-    """A part of a host URL, percent-decoded; ValueError unless it is all `allowed` characters
-    and does not start with "-" (ssh, docker and kubectl would take it for an option)."""
-    try:
-        value = unquote(raw, errors="strict")
-    except UnicodeDecodeError:
-        raise ValueError(f"bad {what} in host URL {url!r}: not UTF-8 once decoded") from None
-    if not allowed.fullmatch(value) or value.startswith("-"):
-        raise ValueError(f"bad {what} {value!r} in host URL {url!r}")
-    return value
-
-
-def _host_url(url: object, aliases: dict[str, str] | None) -> str:
-    """`url` trimmed, an alias replaced by its URL; ValueError unless it is a URL then."""
-    if not isinstance(url, str) or not url.strip():
-        raise ValueError("host must be a URL such as ssh://user@box, docker://NAME or k8s://POD")
-    url = url.strip()
-    if "://" not in url and aliases and url in aliases:
-        url = aliases[url]
-    if "://" not in url:
-        known = ", ".join(sorted(aliases or {})) or "none configured"
-        raise ValueError(f"unknown host {url!r}: use ssh://HOST, docker://CONTAINER, k8s://POD "
-                         f"or a name from [hosts] in the config file ({known})")
-    return url
-
-
-def _ssh_target(url: str, parts: SplitResult) -> tuple[str, int | None]:
-    """(`[user@]host`, port) of an ssh:// URL."""
-    if not parts.hostname or parts.path not in ("", "/"):
-        raise ValueError(f"expected ssh://[user@]host[:port], not {url!r}")
-    try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"bad port in {url!r}") from None
-    host = _decoded(parts.hostname, _HOSTNAME, "host name", url)
-    user = _decoded(parts.username, _USER, "user name", url) if parts.username else None
-    return (f"{user}@{host}" if user else host), port
-
-
-def _k8s_words(url: str, words: list[str]) -> tuple[str, str, str]:
-    """(namespace, pod, container) of k8s://[NAMESPACE/]POD[/CONTAINER]; "" where not given."""
-    if len(words) > 3:
-        raise ValueError(f"expected k8s://[NAMESPACE/]POD[/CONTAINER], not {url!r}")
-    if len(words) == 1:
-        return "", words[0], ""
-    if len(words) == 2:
-        return words[0], words[1], ""
-    return words[0], words[1], words[2]
 
 
 # --------------------------------------------------------------------------- shipped code
@@ -541,7 +399,7 @@ class Connection:
             return self._next
 
     def request(self, message: dict[str, Any], timeout: float | None = None,
-                cancel: threading.Event | None = None) -> dict[str, Any]:
+                cancel: Interrupt | None = None) -> dict[str, Any]:
         """Send one request and wait for its reply; `cancel` set asks the remote to stop it."""
         self.ensure()
         mid = self._new_id()
@@ -561,7 +419,7 @@ class Connection:
         return pending.reply
 
     def call(self, method: str, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None, *,
-             timeout: float | None = None, cancel: threading.Event | None = None) -> Any:
+             timeout: float | None = None, cancel: Interrupt | None = None) -> Any:
         """The result of `registry.METHOD(*args, **kwargs)` on the host."""
         reply = self.request({"call": method, "args": list(args), "kwargs": kwargs or {}}, timeout, cancel)
         if "error" in reply:
@@ -672,8 +530,9 @@ def connection(host: Host) -> Connection:
 
 # --------------------------------------------------------------------------- registry
 
-class RemoteRegistry:
-    """`ProcessRegistry`'s methods for the jobs of one remote host; results carry `host`."""
+class RemoteRegistry(Registry):
+    """The `Registry` of the jobs of one remote host: each call travels to its stdio server and
+    back, results carry `host`."""
 
     remote = True
 
@@ -718,7 +577,10 @@ class RemoteRegistry:
         return self.status()
 
     def _call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-              cancel: threading.Event | None = None) -> Any:
+              cancel: Interrupt | None = None) -> Any:
+        """`registry.METHOD(*args, **kwargs)` on the host (keyword arguments left at None are
+        not sent: the host takes its own defaults)."""
+        kwargs = {key: value for key, value in kwargs.items() if value is not None}
         try:
             result = self.conn.call(method, args, kwargs, cancel=cancel)
         except HostUnreachable as exc:
@@ -736,30 +598,57 @@ class RemoteRegistry:
                     row.setdefault("host", self.host.label)
         return result
 
-    def wait(self, session_id: Any, timeout: Any = None, interrupt: threading.Event | None = None,
-             **kwargs: Any) -> dict[str, Any]:
+    def _result(self, method: str, *args: Any, cancel: Interrupt | None = None, **kwargs: Any) -> Result:
+        """The host's answer to `method`, which must be a dict (a list or junk is an error)."""
+        result = self._call(method, args, kwargs, cancel)
+        return result if isinstance(result, dict) else self._junk(method)
+
+    def _rows(self, method: str, *args: Any, **kwargs: Any) -> Rows | Result:
+        """The host's answer to `method`, which lists rows (or is an error dict)."""
+        result = self._call(method, args, kwargs)
+        if isinstance(result, list):
+            return [row for row in result if isinstance(row, dict)]
+        return result if isinstance(result, dict) else self._junk(method)
+
+    def _junk(self, method: str) -> Result:
+        return {"status": "error", "error": f"on {self.host.label}: {method} answered no result",
+                "host": self.host.label}
+
+    # ---- reading (the marks: core/registry/interface.py)
+    def list(self, task_id: str | None = None, session_key: str | None = None, only: Any = None) -> Rows | Result:
+        return self._rows("list", task_id, session_key, only=None if only is None else builtins.list(only))
+
+    def poll(self, session_id: str) -> Result:
+        return self._result("poll", session_id)
+
+    def get(self, session_id: str) -> Result:
+        return self._result("get", session_id)
+
+    def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
+                 since: float | str | None = None) -> Result:
+        return self._result("read_log", session_id, offset=offset, limit=limit, since=since)
+
+    def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
+                  max_bytes: int = 4 << 20, times: bool = False) -> Result:
+        return self._result("log_bytes", session_id, start, end, max_bytes=max_bytes, times=times)
+
+    def inputs(self, session_id: str, limit: int = 20) -> Rows | Result:
+        return self._rows("inputs", session_id, limit=limit)
+
+    def wait(self, session_id: str, timeout: float | None = None, interrupt: Interrupt | None = None,
+             until: str = "exit") -> Result:
         """As `ProcessRegistry.wait`; setting `interrupt` stops the remote wait too."""
-        result: dict[str, Any] = self._call("wait", (session_id,), {"timeout": timeout, **kwargs}, cancel=interrupt)
-        return result
+        return self._result("wait", session_id, timeout=timeout, until=until, cancel=interrupt)
 
-    def spawn(self, command: Any, **kwargs: Any) -> dict[str, Any]:
-        """As `ProcessRegistry.spawn`, on the host; the host is remembered on this machine so its
-        dashboard shows the job next to local ones (core/remote/hosts.py)."""
-        result: dict[str, Any] = self._call("spawn", (command,), kwargs)
-        if result.get("status") == "running":
-            try:
-                from .hosts import remember
+    def wait_any(self, session_ids: builtins.list[str] | tuple[str, ...], timeout: float | None = None,
+                 interrupt: Interrupt | None = None) -> Result:
+        return self._result("wait_any", session_ids, timeout=timeout, cancel=interrupt)
 
-                remember(self.host.url)
-            except (OSError, ValueError):  # best effort: the job runs either way
-                pass
-        return result
-
-    def screen(self, session_id: Any) -> dict[str, Any]:
+    def screen(self, session_id: str, raw: bool = False) -> Result:
         """As `ProcessRegistry.screen`, drawn here: the host sends the bytes that draw the
         screen and its size (it has no terminal emulator: only the stdlib core is sent)."""
-        result: dict[str, Any] = self._call("screen", (session_id,), {"raw": True})
-        data = result.pop("data", None)
+        result = self._result("screen", session_id, raw=True)
+        data = result.pop("data", None) if not raw else None
         if not isinstance(data, bytes):
             return result
         try:
@@ -768,17 +657,82 @@ class RemoteRegistry:
             return {"status": "error", "error": "screen needs the bittty package: pip install bittty",
                     "host": self.host.label}
 
-    def stream(self, session_id: Any, input: bool = False, source: str = "human") -> RemoteStream:
-        """A live attach, as `ProcessRegistry.stream` (raises on failure)."""
-        return self.conn.open_stream(session_id, input, source)
+    def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2,
+               limit: int = 50, task_id: str | None = None) -> Result:
+        return self._result("search", session_id, pattern, context=context, limit=limit, task_id=task_id)
 
-    def job_dir(self, session_id: Any) -> Path:
+    def tree(self, session_id: str) -> Result:
+        return self._result("tree", session_id)
+
+    def job_dir(self, session_id: str) -> Path:
         raise RemoteError(f"the job folder is on {self.host.label}; use log_bytes/read_log")
 
-    def log_files(self, session_id: Any) -> list[Path]:
+    def log_files(self, session_id: str) -> builtins.list[Path]:
         return []
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return lambda *args, **kwargs: self._call(name, args, kwargs)
+    def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False,
+                     limit: int = 1000) -> Rows | Result:
+        return self._rows("drain_events", consumer, all_types=all_types, only_new=only_new, limit=limit)
+
+    def forget_consumer(self, consumer: str) -> Result:
+        return self._result("forget_consumer", consumer)
+
+    # ---- changing
+    def spawn(self, command: str, **kwargs: Any) -> Result:
+        """As `ProcessRegistry.spawn`, on the host; the host is remembered on this machine so its
+        dashboard shows the job next to local ones (core/remote/remembered.py)."""
+        result = self._result("spawn", command, **kwargs)
+        if result.get("status") == "running":
+            try:
+                remember(self.host.url)
+            except (OSError, ValueError):  # best effort: the job runs either way
+                pass
+        return result
+
+    def restart(self, session_id: str) -> Result:
+        return self._result("restart", session_id)
+
+    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> Result:
+        return self._result("write", session_id, data, source=source)
+
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> Result:
+        return self._result("submit", session_id, data, source=source)
+
+    def close_stdin(self, session_id: str) -> Result:
+        return self._result("close_stdin", session_id)
+
+    def resize(self, session_id: str, rows: int, cols: int) -> Result:
+        return self._result("resize", session_id, rows, cols)
+
+    def signal(self, session_id: str, sig: str | int) -> Result:
+        return self._result("signal", session_id, sig)
+
+    def signal_process(self, session_id: str, pid: int, sig: str | int, start_ticks: int | None = None) -> Result:
+        return self._result("signal_process", session_id, pid, sig, start_ticks=start_ticks)
+
+    def set_watch_patterns(self, session_id: str, patterns: builtins.list[str]) -> Result:
+        return self._result("set_watch_patterns", session_id, patterns)
+
+    def kill(self, session_id: str, grace: float | None = None) -> Result:
+        return self._result("kill", session_id, grace=grace)
+
+    def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> Result:
+        return self._result("prune", keep_days=keep_days, keep_count=keep_count)
+
+    # ---- stacks: on the host, when hermes-procs is installed there (the shipped code has none)
+    def stacks(self, name: str | None = None) -> Rows | Result:
+        return self._rows("stacks", name)
+
+    def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
+           timeout: float | None = None) -> Result:
+        return self._result("up", path, name, wait=wait, timeout=timeout)
+
+    def down(self, stack: str | None = None, path: str | None = None) -> Result:
+        return self._result("down", stack, path)
+
+    def restart_stack(self, stack: str, job: str | None = None) -> Result:
+        return self._result("restart_stack", stack, job)
+
+    def stream(self, session_id: str, input: bool = False, source: str = "human") -> RemoteStream:
+        """A live attach, as `ProcessRegistry.stream` (raises on failure)."""
+        return self.conn.open_stream(session_id, input, source)

@@ -17,7 +17,7 @@ import subprocess
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .client import Host
+    from .address import Host
 
 ASK_TIMEOUT = 5.0  # seconds the engine has to answer
 _NOT_RUNNING = {"exited": "was stopped", "dead": "is dead", "created": "was never started",

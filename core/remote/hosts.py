@@ -6,7 +6,7 @@ The dashboard holds one `HostSet`: `list()` merges the jobs of every host (each 
 known rows, marked `host_state: "unreachable"`, instead of its jobs turning `lost`.
 
 Which hosts: those named with `--host`, the `[hosts]` of the config file, and every host a job
-was started on from this machine (remembered in `<home>/remote-hosts.json` by `remember`).
+was started on from this machine (remembered in `<home>/remote-hosts.json`: core/remote/remembered.py).
 
 Remote jobs' logs are mirrored on demand into `<home>/mirror/<host>/<id>/output.log` (only
 for jobs someone looks at: `log_files` starts a mirror), so the log pane's on-disk line index
@@ -17,36 +17,20 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import json
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from ..registry.paths import ensure_private_dir, resolve_home, write_json_atomic
+from ..registry.interface import Interrupt, Registry, Result, Rows, Stream
+from ..registry.paths import ensure_private_dir
 from ..registry.process_registry import ProcessRegistry
 from ..supervisor import timeline
+from .remembered import remembered
 
-KNOWN = "remote-hosts.json"
 MIRROR_EVERY = 0.25  # seconds between mirror refreshes of a running remote job
 LIST_BUDGET = 1.0  # seconds list() waits for a remote host before showing its last rows
-
-
-def remember(url: str, home: str | os.PathLike[str] | None = None) -> None:
-    """Note that a job was started on `url` (the dashboard of this machine then shows it)."""
-    path = ensure_private_dir(resolve_home(home)) / KNOWN
-    hosts = remembered(home)
-    if url not in hosts:
-        write_json_atomic(path, {"hosts": [*hosts, url][-50:]})
-
-
-def remembered(home: str | os.PathLike[str] | None = None) -> list[str]:
-    try:
-        data = json.loads((resolve_home(home) / KNOWN).read_text())
-        return [h for h in data.get("hosts", []) if isinstance(h, str)]
-    except (OSError, ValueError, AttributeError):
-        return []
 
 
 def configured_hosts(explicit: list[str] | None = None, home: str | os.PathLike[str] | None = None) -> list[str]:
@@ -69,7 +53,7 @@ def dashboard_registry(home: str | os.PathLike[str] | None = None, hosts: list[s
     remote hosts of `hosts`, $HERMES_PROCS_HOST, the config file's [hosts] and the remembered
     ones; the plain local registry when there are none. Raises ValueError for a bad explicit
     host (a host from the config or the memory that is broken shows as `invalid` instead)."""
-    from .client import parse_host
+    from .address import parse_host
     from .config import ConfigError, host_aliases
 
     explicit = [h for h in [*(hosts or []), os.environ.get("HERMES_PROCS_HOST") or ""] if h and h != "local"]
@@ -84,25 +68,14 @@ def dashboard_registry(home: str | os.PathLike[str] | None = None, hosts: list[s
     return HostSet(local, remote) if remote else local
 
 
-def forget(url: str, home: str | os.PathLike[str] | None = None) -> bool:
-    """Stop showing a remembered host (its jobs keep running there). False: it was not remembered."""
-    hosts = remembered(home)
-    label = url.split("?", 1)[0]
-    kept = [h for h in hosts if h != url and h.split("?", 1)[0] != label]
-    if kept == hosts:
-        return False
-    write_json_atomic(ensure_private_dir(resolve_home(home)) / KNOWN, {"hosts": kept})
-    return True
-
-
-class HostSet:
-    """This machine's registry and the remote ones, behind the ProcessRegistry methods."""
+class HostSet(Registry):
+    """This machine's registry and the remote ones, as one `Registry` (and a `HostsView`: the
+    hosts' states and names)."""
 
     def __init__(self, local: ProcessRegistry, hosts: list[str] | None = None) -> None:
         from .client import RemoteRegistry
 
         self.local = local
-        self.home = local.home
         self.remotes: dict[str, RemoteRegistry] = {}
         self.errors: dict[str, str] = {}
         for url in hosts or []:
@@ -120,6 +93,10 @@ class HostSet:
         self._mirrors: dict[str, _Mirror] = {}
         self._lock = threading.Lock()
 
+    @property
+    def home(self) -> Path:
+        return self.local.home
+
     # ---- hosts
     def host_states(self) -> list[dict[str, Any]]:
         """[{"host", "state", "error", "jobs"}] for every remote host."""
@@ -132,7 +109,7 @@ class HostSet:
             out.append({"host": url, "name": url, "state": "invalid", "error": err, "jobs": 0})
         return out
 
-    def registry_for(self, session_id: Any) -> Any:
+    def registry_for(self, session_id: Any) -> Registry:
         host = self._where.get(str(session_id))
         if host is None and isinstance(session_id, str):  # a prefix: the one host that has it
             hits = {h for sid, h in self._where.items() if sid.startswith(session_id)
@@ -141,7 +118,7 @@ class HostSet:
         return self.remotes.get(host, self.local) if host else self.local
 
     # ---- the merged list
-    def list(self, task_id: Any = None, session_key: Any = None, only: Any = None) -> list[dict[str, Any]]:
+    def list(self, task_id: str | None = None, session_key: str | None = None, only: Any = None) -> Rows:
         """Every host's jobs, newest first, each row with `host` ("" = this machine). A remote
         host gets LIST_BUDGET seconds: a slow or unreachable one shows its last known rows
         (marked `host_state`) and is asked again in the background, never holding up the rest.
@@ -192,7 +169,7 @@ class HostSet:
             return thread
 
     # ---- calls that name no job
-    def spawn(self, command: Any, host: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    def spawn(self, command: str, host: str | None = None, **kwargs: Any) -> Result:
         """Start a job on `host` (a label or URL of one of the set's hosts, or a new URL; None or
         "" = this machine)."""
         if not host or host == "local":
@@ -213,12 +190,6 @@ class HostSet:
                 self._where[result["session_id"]] = reg.host.label
         return result
 
-    def drain_events(self, *args: Any, **kwargs: Any) -> Any:
-        return self.local.drain_events(*args, **kwargs)
-
-    def forget_consumer(self, *args: Any, **kwargs: Any) -> Any:
-        return self.local.forget_consumer(*args, **kwargs)
-
     def host_name(self, label: str) -> str:
         """A short name for a host label: its name in the config file, else host[:port]
         (docker://web -> docker:web); "local" for this machine."""
@@ -230,16 +201,16 @@ class HostSet:
         return rest.rsplit("@", 1)[-1] if scheme == "ssh" else f"{scheme}:{rest}"
 
     # ---- per-job calls go to the job's host
-    def stream(self, session_id: Any, input: bool = False, source: str = "human") -> Any:
+    def stream(self, session_id: str, input: bool = False, source: str = "human") -> Stream:
         return self.registry_for(session_id).stream(session_id, input=input, source=source)
 
-    def job_dir(self, session_id: Any) -> Path:
+    def job_dir(self, session_id: str) -> Path:
         reg = self.registry_for(session_id)
         if reg is self.local:
             return reg.job_dir(session_id)
         return self._mirror(reg, session_id).dir
 
-    def log_files(self, session_id: Any) -> builtins.list[Path]:
+    def log_files(self, session_id: str) -> builtins.list[Path]:
         reg = self.registry_for(session_id)
         if reg is self.local:
             return reg.log_files(session_id)
@@ -256,19 +227,94 @@ class HostSet:
             mirror.touch()
             return mirror
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        attr = getattr(self.local, name)
-        if not callable(attr):
-            return attr
+    # ---- calls that name no job, or several: this machine's registry
+    def wait_any(self, session_ids: builtins.list[str] | tuple[str, ...], timeout: float | None = None,
+                 interrupt: Interrupt | None = None) -> Result:
+        return self.local.wait_any(session_ids, timeout, interrupt)
 
-        def call(session_id: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if session_id is None:
-                return attr(*args, **kwargs)
-            return getattr(self.registry_for(session_id), name)(session_id, *args, **kwargs)
+    def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2,
+               limit: int = 50, task_id: str | None = None) -> Result:
+        registry = self.registry_for(session_id) if session_id is not None else self.local
+        return registry.search(session_id, pattern, context, limit, task_id)
 
-        return call
+    def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False,
+                     limit: int = 1000) -> Rows | Result:
+        return self.local.drain_events(consumer, all_types, only_new, limit)
+
+    def forget_consumer(self, consumer: str) -> Result:
+        return self.local.forget_consumer(consumer)
+
+    def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> Result:
+        return self.local.prune(keep_days, keep_count)
+
+    # ---- stacks: this machine's (a stack's supervisor runs where its file is)
+    def stacks(self, name: str | None = None) -> Rows | Result:
+        return self.local.stacks(name)
+
+    def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
+           timeout: float | None = None) -> Result:
+        return self.local.up(path, name, wait, timeout)
+
+    def down(self, stack: str | None = None, path: str | None = None) -> Result:
+        return self.local.down(stack, path)
+
+    def restart_stack(self, stack: str, job: str | None = None) -> Result:
+        return self.local.restart_stack(stack, job)
+
+    # ---- per-job calls: to the job's host
+    def poll(self, session_id: str) -> Result:
+        return self.registry_for(session_id).poll(session_id)
+
+    def get(self, session_id: str) -> Result:
+        return self.registry_for(session_id).get(session_id)
+
+    def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
+                 since: float | str | None = None) -> Result:
+        return self.registry_for(session_id).read_log(session_id, offset, limit, since)
+
+    def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
+                  max_bytes: int = 4 << 20, times: bool = False) -> Result:
+        return self.registry_for(session_id).log_bytes(session_id, start, end, max_bytes, times)
+
+    def inputs(self, session_id: str, limit: int = 20) -> Rows | Result:
+        return self.registry_for(session_id).inputs(session_id, limit)
+
+    def wait(self, session_id: str, timeout: float | None = None, interrupt: Interrupt | None = None,
+             until: str = "exit") -> Result:
+        return self.registry_for(session_id).wait(session_id, timeout, interrupt, until)
+
+    def screen(self, session_id: str, raw: bool = False) -> Result:
+        return self.registry_for(session_id).screen(session_id, raw)
+
+    def tree(self, session_id: str) -> Result:
+        return self.registry_for(session_id).tree(session_id)
+
+    def restart(self, session_id: str) -> Result:
+        return self.registry_for(session_id).restart(session_id)
+
+    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> Result:
+        return self.registry_for(session_id).write(session_id, data, source)
+
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> Result:
+        return self.registry_for(session_id).submit(session_id, data, source)
+
+    def close_stdin(self, session_id: str) -> Result:
+        return self.registry_for(session_id).close_stdin(session_id)
+
+    def resize(self, session_id: str, rows: int, cols: int) -> Result:
+        return self.registry_for(session_id).resize(session_id, rows, cols)
+
+    def signal(self, session_id: str, sig: str | int) -> Result:
+        return self.registry_for(session_id).signal(session_id, sig)
+
+    def signal_process(self, session_id: str, pid: int, sig: str | int, start_ticks: int | None = None) -> Result:
+        return self.registry_for(session_id).signal_process(session_id, pid, sig, start_ticks)
+
+    def set_watch_patterns(self, session_id: str, patterns: builtins.list[str]) -> Result:
+        return self.registry_for(session_id).set_watch_patterns(session_id, patterns)
+
+    def kill(self, session_id: str, grace: float | None = None) -> Result:
+        return self.registry_for(session_id).kill(session_id, grace)
 
 
 def _short_names(remotes: dict[str, Any]) -> dict[str, str]:

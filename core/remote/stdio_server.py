@@ -161,7 +161,8 @@ class Server:
 
 def main(home: Optional[str] = None, code: str = "installed") -> int:
     """Serve the registry of `home` (the remote user's default home when None)."""
-    from hermes_procs.core.registry.process_registry import ProcessRegistry, template_idle
+    from hermes_procs.core.registry.process_registry import ProcessRegistry
+    from hermes_procs.core.registry.spawn import template_idle
     from hermes_procs.core.supervisor import reaper
 
     out = sys.stdout.buffer

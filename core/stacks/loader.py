@@ -41,11 +41,14 @@ def loader_for(path: str) -> Loader:
 
 
 def load_stack(path: str | None = None, name: str | None = None, cwd: str | None = None) -> StackSpec:
-    """The validated stack of `path` (None: the first stack file in `cwd`), named `name` (None:
-    the file's `name`, else its folder's name). Raises StackError with one line."""
+    """The validated stack of `path` (None: the first stack file in `cwd`; a folder: the first
+    stack file in it), named `name` (None: the file's `name`, else its folder's name). Raises
+    StackError with one line."""
     folder = os.path.abspath(cwd or os.getcwd())
     path = find_file(folder) if path in (None, "") else os.path.abspath(os.path.join(folder, os.path.expanduser(path)))
     assert path is not None
+    if os.path.isdir(path):
+        path = find_file(path)
     load = loader_for(path)
     label = os.path.basename(path)
     spec = load(path, os.path.dirname(path), read_file(path, label), label)

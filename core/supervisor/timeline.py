@@ -25,6 +25,7 @@ import os
 
 TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -175,12 +176,11 @@ def prune(path: str, keep_from: int) -> None:
     os.rename(tmp, path)
 
 
-def read_since(jobdir: Path, since: object, limit: int) -> dict[str, Any]:
+def read_since(jobdir: Path, since: object, limit: int, read_lines: Callable[..., dict[str, Any]]) -> dict[str, Any]:
     """``read_log(since=...)``: the last ``limit`` lines, none older than ``since``
-    (:func:`parse_since`), as :func:`hermes_procs.core.registry.logstore.read_lines` returns them, plus
-    ``since`` (the cutoff, ISO 8601 UTC).  Raises ValueError for a bad ``since`` or a job
-    without an index."""
-    from ..registry.logstore import read_lines  # not at the top: the supervisor imports this module alone
+    (:func:`parse_since`), as ``read_lines`` (:func:`hermes_procs.core.registry.logstore.read_lines`,
+    given by the registry: this room is below it) returns them, plus ``since`` (the cutoff,
+    ISO 8601 UTC).  Raises ValueError for a bad ``since`` or a job without an index."""
 
     when = parse_since(since)
     with TimeIndex(jobdir) as times:

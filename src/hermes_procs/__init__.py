@@ -1,15 +1,20 @@
 """hermes-procs: durable background jobs shared by AI agents and humans.
 
-The distribution's top-level package holds only this and `__main__`; the code lives in its
-subpackages, one folder each: `hermes_procs.core` (core/: the registry, the supervisor, the
-agent tool and MCP server), `hermes_procs.cli` (cli/: the `hermes-procs` command) and
-`hermes_procs.tui` (tui/: the Textual dashboard). `main` is the `hermes-procs` command: the CLI
-with the dashboard plugged in, so that cli/ and tui/ never import each other.
+The distribution's top-level package holds only this and `__main__` (in src/hermes_procs/, out
+of the checkout's root, so that it never shadows an installed copy); the code lives in its
+subpackages, one top-level folder each, linked in here: `hermes_procs.core` (core/: the
+supervisor, the registry, remote hosts, the agent faces), `hermes_procs.cli` (cli/: the
+`hermes-procs` command) and `hermes_procs.tui` (tui/: the Textual dashboard). `main` is the
+`hermes-procs` command: the CLI with the dashboard plugged in, so that cli/ and tui/ never
+import each other.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_procs.core.registry.interface import Registry
 
 __version__ = "0.1.0"
 
@@ -31,13 +36,13 @@ class _Dashboard:
                      max_sessions=max_sessions)
 
     @staticmethod
-    def start_demo(registry: Any) -> list[dict[str, Any]]:
+    def start_demo(registry: Registry) -> list[dict[str, Any]]:
         from hermes_procs.tui.demo import start_demo  # stdlib only: no Textual
 
         return start_demo(registry)
 
     @staticmethod
-    def stop_demo(registry: Any) -> list[dict[str, Any]]:
+    def stop_demo(registry: Registry) -> list[dict[str, Any]]:
         from hermes_procs.tui.demo import stop_demo
 
         return stop_demo(registry)
