@@ -96,7 +96,9 @@ def ls_cmd(
     session_key: Annotated[
         Optional[str], typer.Option("--session-key", metavar="K", help="Only jobs of this session key.")
     ] = None,
-    stack: Annotated[Optional[str], typer.Option("--stack", metavar="STACK", help="Only the jobs of this stack.")] = None,
+    stack: Annotated[
+        Optional[str], typer.Option("--stack", metavar="STACK", help="Only the jobs of this stack.")
+    ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -19,7 +19,6 @@ and stacks into `ProcessRegistry.up`, `down`, `restart_stack` and `stacks`.
 from __future__ import annotations
 
 import os
-
 from typing import Any
 
 from .registry.process_registry import ProcessRegistry, plug_remote, plug_stacks

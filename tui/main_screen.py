@@ -23,7 +23,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from hermes_procs.core.registry.interface import Registry

@@ -11,6 +11,9 @@ import builtins
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .base import RegistryBase
+from .interface import Result, Rows
+
 
 class StacksApi(Protocol):
     """What core/stacks/api.py answers (each never raises: an error dict instead)."""
@@ -45,7 +48,7 @@ def _api() -> StacksApi:
         raise LookupError(MISSING) from None
 
 
-class Stacking:
+class Stacking(RegistryBase):
     """up, down, restart_stack, stacks (docs/stacks.md)."""
 
     def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
@@ -70,7 +73,7 @@ class Stacking:
         except LookupError as exc:
             return {"status": "error", "error": str(exc)}
 
-    def stacks(self, name: str | None = None) -> builtins.list[dict[str, Any]] | dict[str, Any]:
+    def stacks(self, name: str | None = None) -> Rows | Result:
         """Every stack of the home (or the one named) with its state and its jobs' states."""
         try:
             return _api().stacks(self, name)

@@ -26,8 +26,17 @@ from .loader import load_stack
 from .model import StackError, StackSpec
 from .runner import Run
 from .stopping import stop_in_order
-from .store import (Lock, list_names, post, read_spec, read_state, stack_dir, supervisor_alive, take_requests,
-                    write_state)
+from .store import (
+    Lock,
+    list_names,
+    post,
+    read_spec,
+    read_state,
+    stack_dir,
+    supervisor_alive,
+    take_requests,
+    write_state,
+)
 
 if TYPE_CHECKING:
     from .core_api import ProcessRegistry
@@ -204,7 +213,7 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
 
 def post_quietly(folder: Path, request: dict[str, Any]) -> None:
     """A request for the supervisor about to start (no one to wake yet)."""
-    from .store import ensure_private_dir
+    from .core_api import ensure_private_dir
 
     requests = ensure_private_dir(folder / "requests")
     write_json_atomic(requests / f"{time.time_ns():020d}-{os.getpid()}.json", request)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from ..registry.envsafe import child_env, shell_argv
 from ..registry.paths import ensure_private_dir, open_nofollow, read_json, write_json_atomic
-from ..supervisor.proctree import is_alive, send, start_ticks
 from ..registry.process_registry import ProcessRegistry
-from ..supervisor.text import one_line, safe_line, to_text
 from ..registry.userregex import PatternError, UserRegex, compile_user
 from ..registry.watch import HomeWatch
+from ..supervisor.proctree import is_alive, send, start_ticks
+from ..supervisor.text import one_line, safe_line, to_text
 
 __all__ = ["HomeWatch", "PatternError", "ProcessRegistry", "UserRegex", "child_env", "compile_user",
            "ensure_private_dir", "is_alive", "one_line", "open_nofollow", "read_json", "safe_line", "send",
