@@ -152,7 +152,7 @@ class StackSupervisor:
         if run.started:
             run.restarts += 1
         run.crashes = 0
-        run.state, run.message = "waiting", why
+        run.state, run.message, run.why = "waiting", why, why
         if manual:
             run.extra["manual"] = True
         self.log(f"{name}: {why}")
@@ -257,7 +257,7 @@ class StackSupervisor:
             self.log(f"{name}: {run.message}")
             return
         run.session_id, run.started, run.started_at = result["session_id"], True, now
-        run.message = ""
+        run.message = run.why
         if job.ready:
             run.state = "starting"
             self.probe(name)
@@ -276,7 +276,7 @@ class StackSupervisor:
         run, probe = self.runs[name], self.probes[name]
         verdict = probe.step()
         if verdict == "ready":
-            run.state, run.ready, run.message = "ready", True, ""
+            run.state, run.ready, run.message = "ready", True, run.why
             self.log(f"{name}: ready ({probe.probe.describe()})")
         elif verdict == "timeout":
             run.state, run.message = "unready", probe.timeout_message()

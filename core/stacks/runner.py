@@ -37,6 +37,7 @@ class Run:
     policy_restarts: int = 0  # the ones max_restarts counts
     crashes: int = 0  # exits in a row that each came soon after the start (for the backoff)
     message: str = ""
+    why: str = ""  # why the current run was started again ("restarted: app.py changed"), kept while it runs
     exit_code: int | None = None
     started: bool = False  # has run at least once
     ready: bool = False  # has been ready at least once
@@ -102,6 +103,7 @@ def after_exit(job: JobSpec, run: Run, code: int | None, reason: str, now: float
     run.crashes = 1 if lasted > max(RESET_AFTER, job.backoff_max) else run.crashes + 1
     delay = backoff_delay(job, run.crashes)
     run.state, run.next_start = "restarting", now + delay
+    run.why = f"restarted ({what})"
     limit = f" of {job.max_restarts}" if job.max_restarts is not None else ""
     run.message = f"{what}; restart {run.policy_restarts + 1}{limit} in {delay:g}s"
 
