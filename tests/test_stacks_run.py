@@ -4,10 +4,10 @@ reverse order, the supervisor working with no client, and bad files that start n
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -97,7 +97,7 @@ def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_p
                   key=lambda r: r["restarts"])
     assert [r["restarts"] for r in rows] == [0, 1, 2, 3] and all(r["exit_code"] == 3 for r in rows)
     starts = [float(stacks.read_log(r["session_id"])["output"].split()[-1]) for r in rows]
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[0] >= 0.25 and gaps[1] >= 0.55 and gaps[2] >= 1.1, gaps  # 0.3, 0.6, 1.2 s
 
 
