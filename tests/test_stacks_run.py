@@ -258,3 +258,30 @@ processes:
         assert jobs["off"]["state"] == "ready"
     assert stacks.down("fmt")["state"] == "down"
     assert not any(r["status"] == "running" for r in stacks.list())
+
+
+def test_a_new_supervisor_takes_over_the_running_jobs_when_the_old_one_died(stacks, tmp_path):
+    path = stack_file(tmp_path / "orphan", """
+        [jobs.db]
+        command = "sleep 300"
+        [jobs.api]
+        command = "sleep 300"
+        depends_on = ["db"]
+        restart = "always"
+        backoff = 0.1
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = stacks.stacks("orphan")[0]
+    os.kill(before["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks("orphan")[0]["supervised"], timeout=10)
+    orphaned = stacks.stacks("orphan")[0]
+    assert orphaned["state"] == "degraded" and "restart orphan takes over" in orphaned["note"], orphaned
+    sessions = {j["name"]: j["session_id"] for j in before["jobs"]}
+    assert all(stacks.poll(s)["status"] == "running" for s in sessions.values())  # the jobs run on
+    assert stacks.restart_stack("orphan")["status"] == "ok"
+    after = stacks.stacks("orphan")[0]
+    assert after["supervised"] and after["pid"] != before["pid"]
+    assert {j["name"]: j["session_id"] for j in after["jobs"]} == sessions  # taken over, not restarted
+    os.kill(stacks.poll(sessions["api"])["pid"], signal.SIGKILL)  # and its policies work again
+    wait_until(lambda: jobs_of(stacks, "orphan")["api"]["restarts"] == 1
+               and jobs_of(stacks, "orphan")["api"]["state"] == "ready", timeout=20, interval=0.1)
