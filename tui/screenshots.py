@@ -299,7 +299,7 @@ async def _stack_shot(pilot, app: HermesApp, reg: ProcessRegistry, save) -> None
     def restarted() -> bool:
         rows = reg.stacks("shop")
         stack = rows[0] if isinstance(rows, list) and rows else {}
-        worker = next((j for j in stack.get("jobs", []) if j["name"] == "worker"), {})
+        worker: dict[str, Any] = next((j for j in stack.get("jobs", []) if j["name"] == "worker"), {})
         return stack.get("state") == "up" and worker.get("restarts", 0) >= 1 and worker.get("state") == "ready"
 
     await _until(pilot, restarted, timeout=30)
