@@ -10,6 +10,8 @@ import typer
 
 from .app import app
 from .options import HomeOpt, JsonOpt, opts, registry
+from hermes_procs.core.supervisor.text import safe_strings
+
 from .output import CliError, emit, out, print_json, warn
 
 FileOpt = Annotated[
@@ -57,7 +59,7 @@ def _emit_stack(result: Any, as_json: bool) -> None:
         if as_json:
             print_json(result)
         else:
-            out(stack_text(result, os.isatty(1)))
+            out(stack_text(safe_strings(result), os.isatty(1)))
         raise CliError(str(result.get("error")))
     emit(result, as_json, lambda r: stack_text(r, os.isatty(1)))
 

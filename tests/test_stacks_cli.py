@@ -158,3 +158,19 @@ def test_mcp_process_up_and_down(tmp_path):
         from hermes_procs.core import ProcessRegistry
 
         down_all(ProcessRegistry(home=home))
+
+
+def test_what_a_stack_file_controls_reaches_the_terminal_as_visible_escapes(registry, home, tmp_path):
+    """A probe regex with terminal controls, shown in the failed stack's table and the error."""
+    path = stack_file(tmp_path / "hostile", """
+        [jobs.a]
+        command = "sleep 300"
+        ready = { output = "\\u001b[31mRED\\u001b]0;title\\u0007", timeout = 0.5, interval = 0.1 }
+        """)
+    try:
+        done = cli(home, "up", "--wait", "-f", path)
+        assert done.returncode == 1, done
+        assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr, done
+        assert "\\x1b[31mRED" in done.stdout and "\\x1b[31mRED" in done.stderr, done
+    finally:
+        down_all(registry)
