@@ -8,10 +8,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import app
-from .options import HomeOpt, JsonOpt, opts, registry
 from hermes_procs.core.supervisor.text import safe_strings
 
+from .app import app
+from .options import HomeOpt, JsonOpt, opts, registry
 from .output import CliError, emit, out, print_json, warn
 
 FileOpt = Annotated[
