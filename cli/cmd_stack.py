@@ -79,11 +79,12 @@ def up_cmd(
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Bring a project's stack up: its jobs in dependency order, kept by a stack supervisor.
+    """Bring a project's stack up: its jobs in dependency order.
 
-    Reads hermes-procs.toml, a Procfile, process-compose.yaml or mprocs.yaml. The file is
-    checked first: a bad one starts nothing. The stack runs on when this command, the
-    dashboard or the agent exits; `down` stops it.
+    Reads hermes-procs.toml, a Procfile, process-compose.yaml or mprocs.yaml.
+    The file is checked first: a bad one starts nothing. A stack supervisor
+    keeps the stack running when this command, the dashboard or the agent
+    exits; `down` stops it.
     """
     home, as_json = opts(ctx, home, as_json)
     _no_host()
