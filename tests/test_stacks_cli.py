@@ -53,7 +53,8 @@ def test_the_readme_stack_commands_on_the_example(registry, home, tmp_path):
         server = folder / "api" / "server.py"  # the api job watches api/*.py
         server.write_text(server.read_text().replace("VERSION = 1", "VERSION = 2"))
         wait_until(lambda: answer("http://127.0.0.1:7412/") == "hello from db (api v2)\n", timeout=30, interval=0.2)
-        assert jobs_of(registry, "stack-demo")["api"]["message"] == "restarted: api/server.py changed"
+        wait_until(lambda: jobs_of(registry, "stack-demo")["api"]["message"] == "restarted: api/server.py changed",
+                   timeout=30, interval=0.1)  # once its probe passed (before: "waiting for http ...")
 
         before = jobs_of(registry, "stack-demo")["api"]["session_id"]
         again = cli(home, "restart", "stack-demo", "api")
