@@ -238,7 +238,9 @@ processes:
   db:
     command: {PY} listener.py {port} 0.3
     readiness_probe:
-      exec: {{command: "{PY} needs_port.py {port} & sleep 0.2; kill %1"}}
+      exec: {{command: "{PY} -c 'import socket; socket.create_connection((\\"127.0.0.1\\", {port}))'"}}
+      period_seconds: 0.2
+      failure_threshold: 100
   off:
     command: {PY} needs_port.py {port}
     depends_on:
