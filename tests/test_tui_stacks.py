@@ -48,6 +48,7 @@ async def test_a_stack_is_one_unit_in_the_table(stacked):
         assert abs(order.index(jobs["db"]) - order.index(jobs["api"])) == 1  # together under the header
         cells = " ".join(str(c) for c in table.get_row(head))
         assert "shop" in cells and "up" in cells and "2/2 ready" in cells, cells
+        assert str(table.get_row(head)[0]) == "stack"  # not a cut "stack:" in the id column
 
         table.select_id(head)  # the detail area: each job's state
         await until(pilot, lambda: app.main.selected == head)

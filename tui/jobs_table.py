@@ -32,7 +32,8 @@ SHORT_ID = 6  # hex digits of the short id the table shows
 
 
 def short_id(session_id: str) -> str:
-    return session_id.removeprefix("proc_")[:SHORT_ID]
+    """The table's id: 6 hex digits of a job's id; `stack` for a stack's row."""
+    return "stack" if is_header(session_id) else session_id.removeprefix("proc_")[:SHORT_ID]
 
 
 def fmt_duration(seconds: float | None) -> str:
