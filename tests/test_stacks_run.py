@@ -287,3 +287,25 @@ def test_a_new_supervisor_takes_over_the_running_jobs_when_the_old_one_died(stac
     os.kill(stacks.poll(sessions["api"])["pid"], signal.SIGKILL)  # and its policies work again
     wait_until(lambda: jobs_of(stacks, "orphan")["api"]["restarts"] == 1
                and jobs_of(stacks, "orphan")["api"]["state"] == "ready", timeout=20, interval=0.1)
+
+
+def test_a_rerun_by_id_of_a_stack_job_becomes_its_run(stacks, tmp_path):
+    """`hermes-procs restart ID` (the dashboard's `r`) on a stack's job: the stack adopts the new job."""
+    path = stack_file(tmp_path / "rerun", """
+        [jobs.app]
+        command = "sleep 300"
+        restart = "always"
+        backoff = 0.1
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    first = jobs_of(stacks, "rerun")["app"]["session_id"]
+    again = stacks.restart(first)
+    assert again["status"] == "running", again
+    wait_until(lambda: jobs_of(stacks, "rerun")["app"]["session_id"] == again["session_id"], timeout=20,
+               interval=0.1)
+    job = jobs_of(stacks, "rerun")["app"]
+    assert job["state"] == "ready" and job["restarts"] == 1, job
+    assert stacks.poll(again["session_id"])["stack"] == "rerun" and stacks.poll(again["session_id"])["restarts"] == 1
+    time.sleep(0.5)  # and the stack did not start a second one of its own
+    assert [r["session_id"] for r in stacks.list() if r.get("stack") == "rerun" and r["status"] == "running"] \
+        == [again["session_id"]]
