@@ -41,6 +41,10 @@ def stack_text(result: dict[str, Any], color: bool = False) -> str:
     lines = [f"stack {result['stack']}: {paint(result['state'])} ({where}, from {result.get('source') or '?'})"]
     if result.get("note"):
         lines.append(f"  note: {result['note']}")
+    changes = result.get("reloaded") or {}
+    applied = "; ".join(f"{what} {', '.join(names)}" for what, names in changes.items() if names)
+    if applied:
+        lines.append(f"  the file changed: {applied}")
     jobs = result.get("jobs") or []
     width = max((len(j["name"]) for j in jobs), default=0)
     for job in jobs:

@@ -56,6 +56,11 @@ def test_the_readme_stack_commands_on_the_example(registry, home, tmp_path):
         wait_until(lambda: jobs_of(registry, "stack-demo")["api"]["message"] == "restarted: api/server.py changed",
                    timeout=30, interval=0.1)  # once its probe passed (before: "waiting for http ...")
 
+        toml = folder / "hermes-procs.toml"  # up again after editing the file applies it
+        toml.write_text(toml.read_text().replace("backoff_max = 8", "backoff_max = 4"))
+        edited = cli(home, "up", cwd=folder)
+        assert edited.returncode == 0 and "  the file changed: restarted worker\n" in edited.stdout, edited
+
         before = jobs_of(registry, "stack-demo")["api"]["session_id"]
         again = cli(home, "restart", "stack-demo", "api")
         assert again.returncode == 0, again.stdout + again.stderr

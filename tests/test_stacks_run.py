@@ -309,3 +309,38 @@ def test_a_rerun_by_id_of_a_stack_job_becomes_its_run(stacks, tmp_path):
     time.sleep(0.5)  # and the stack did not start a second one of its own
     assert [r["session_id"] for r in stacks.list() if r.get("stack") == "rerun" and r["status"] == "running"] \
         == [again["session_id"]]
+
+
+def test_up_again_after_editing_the_file_applies_it(stacks, tmp_path):
+    """A new job starts, a changed one restarts, a removed one stops; the others run on."""
+    path = stack_file(tmp_path / "edit", """
+        [jobs.db]
+        command = "sleep 300"
+        [jobs.api]
+        command = "sleep 300"
+        depends_on = ["db"]
+        [jobs.old]
+        command = "sleep 300"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = {n: j["session_id"] for n, j in jobs_of(stacks, "edit").items()}
+    assert stacks.up(path)["status"] == "already_up"  # the same file: nothing to do
+    stack_file(tmp_path / "edit", """
+        [jobs.db]
+        command = "sleep 300"
+        [jobs.api]
+        command = "sleep 301"
+        depends_on = ["db"]
+        [jobs.new]
+        command = "sleep 300"
+        depends_on = ["api"]
+        """)
+    result = stacks.up(path, wait=True, timeout=30)
+    assert result["status"] == "ok" and result["state"] == "up", result
+    assert result["reloaded"] == {"started": ["new"], "restarted": ["api"], "stopped": ["old"]}, result
+    after = jobs_of(stacks, "edit")
+    assert set(after) == {"db", "api", "new"} and after["db"]["session_id"] == before["db"]
+    assert after["api"]["session_id"] != before["api"] and after["api"]["restarts"] == 1
+    assert stacks.poll(after["api"]["session_id"])["command"] == "sleep 301"
+    assert stacks.poll(before["old"])["status"] != "running"
+    assert after["new"]["state"] == "ready"

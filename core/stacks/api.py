@@ -4,7 +4,9 @@ agent tool and the dashboard call them. Each returns a JSON-able result and neve
 
     up      validate the file (nothing starts when it is wrong), write spec.json, start the
             stack's supervisor (core/stacks/daemon.py) and return; `wait`: until the stack is
-            up, or something failed (then an error naming the job and why)
+            up, or something failed (then an error naming the job and why). Up again with a
+            changed file: the supervisor applies it (`reloaded`: which jobs started,
+            restarted, stopped)
     down    ask the supervisor to stop the jobs, dependents first, and wait until it has; with
             no supervisor running, stop them from here in the same order
     restart the whole stack (stopped in reverse order, started in order) or one job
@@ -79,13 +81,42 @@ def up(registry: ProcessRegistry, path: str | None = None, name: str | None = No
             if running.source != spec.source:
                 raise StackError(f"a stack named {spec.name!r} is already up from {running.source}; down it first "
                                  "or give another --name")
-            result = status(folder)
-            return {**result, "status": "already_up", "warnings": spec.warnings}
+            if _same(running, spec):
+                return {**status(folder), "status": "already_up", "warnings": spec.warnings}
+            changes = _reload(folder, running, spec)
+            result = _wait(folder, timeout) if wait else status(folder)
+            return {**result, "reloaded": changes, "warnings": spec.warnings}
         write_json_atomic(folder / "spec.json", spec.to_dict())
         take_requests(folder)  # left by a client of a supervisor that is gone: not for this one
         _start_supervisor(home, folder)
     result = _wait(folder, timeout) if wait else status(folder)
     return {**result, "warnings": spec.warnings}
+
+
+def _same(running: StackSpec, spec: StackSpec) -> bool:
+    """The file says what the running stack was brought up with (warnings aside)."""
+    return {**running.to_dict(), "warnings": []} == {**spec.to_dict(), "warnings": []}
+
+
+def _reload(folder: Path, running: StackSpec, spec: StackSpec) -> dict[str, list[str]]:
+    """`up` again after the file changed: the new spec.json, and the supervisor asked to apply
+    it (new jobs start, changed ones restart, removed ones stop). Returns which were which."""
+    changes = {"started": [n for n in spec.jobs if n not in running.jobs],
+               "restarted": [n for n in spec.jobs if n in running.jobs and spec.jobs[n] != running.jobs[n]],
+               "stopped": [n for n in running.jobs if n not in spec.jobs]}
+    write_json_atomic(folder / "spec.json", spec.to_dict())
+    _ask(folder, {"op": "reload"})
+    return changes
+
+
+def _ask(folder: Path, request: dict[str, Any], timeout: float = 60.0) -> None:
+    """Post a request and wait until the supervisor took it and wrote its state since."""
+    before = time.time()
+    post(folder, request)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and (os.listdir(folder / "requests")
+                                           or (read_state(folder) or {}).get("updated_at", 0) < before):
+        time.sleep(0.05)
 
 
 def _start_supervisor(home: Path, folder: Path) -> int:
@@ -202,12 +233,7 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
                     post_quietly(folder, {"op": "restart", "job": job})
                 _start_supervisor(home, folder)
                 return {**status(folder), "status": "ok"}
-    before = time.time()
-    post(folder, {"op": "restart", "job": job})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (os.listdir(folder / "requests")
-                                           or (read_state(folder) or {}).get("updated_at", 0) < before):
-        time.sleep(0.05)
+    _ask(folder, {"op": "restart", "job": job})
     return {**status(folder), "status": "ok"}
 
 

@@ -133,6 +133,8 @@ class StackSupervisor:
             self.log(f"request: {op} {job or ''}")
             if op == "down":
                 self.stopping = True
+            elif op == "reload":
+                self.reload()
             elif op == "restart" and job in self.runs:
                 self.restart_job(str(job), "restarted on request", manual=True)
             elif op == "restart":
@@ -156,6 +158,28 @@ class StackSupervisor:
         if manual:
             run.extra["manual"] = True
         self.log(f"{name}: {why}")
+
+    def reload(self) -> None:
+        """spec.json rewritten by `up` after the file changed: removed jobs stop, changed ones
+        restart, new ones start when their dependencies allow; the others run on."""
+        new = StackSpec.from_dict(read_spec(self.folder))
+        gone = [n for n in self.spec.jobs if n not in new.jobs]
+        changed = [n for n in new.jobs if n in self.spec.jobs and new.jobs[n] != self.spec.jobs[n]]
+        self.stop(gone + changed)  # in the old stack's order
+        for name in gone:
+            self.runs.pop(name)
+            self.changed.pop(name, None)
+        self.spec = new
+        self.runs = {n: self.runs.get(n) or Run(n) for n in new.jobs}
+        for name in changed:
+            run = self.runs[name]
+            run.restarts += 1 if run.started else 0
+            run.crashes = run.policy_restarts = 0
+            run.state = "waiting"
+            run.message = run.why = "restarted: its definition changed"
+        self.watches = {n: FileWatch(new.root, j.watch) for n, j in new.jobs.items() if j.watch}
+        self.ever_up = False
+        self.log(f"reloaded: stopped {gone}, restarting {changed}")
 
     def stop(self, names: list[str]) -> None:
         sessions = {n: r.session_id for n, r in self.runs.items() if r.session_id and r.state in LIVE and n in names}

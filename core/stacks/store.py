@@ -6,7 +6,7 @@
                         pid and start ticks, each job's state, session id, restarts, message
       supervisor.lock   flock held by the running supervisor for its whole life
       start.lock        flock held by a client while it starts a supervisor (no two at once)
-      requests/         one JSON file per request (down, restart), taken in name order
+      requests/         one JSON file per request (down, restart, reload), taken in name order
       supervisor.log    the supervisor's stderr
 
 A client asks by writing a request file (atomically) and sending the supervisor SIGUSR1 (only
