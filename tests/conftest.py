@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -212,10 +215,41 @@ def docker_env(docker_daemon, monkeypatch):
     return docker_daemon
 
 
+# ---- the Hermes comparison runs (tests/hermes_agent.py), made while the other tests run -------
+
+HERMES_TESTS = "test_hermes_plugin.py"
+
+
+def pytest_sessionstart(session):
+    """The main process starts the Hermes comparison runs in the background when the session
+    includes tests/test_hermes_plugin.py (its tests run last and read what the runs recorded)."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.getoption("collectonly"):
+        return
+    args = [str(a) for a in config.args]
+    if not any(a.rstrip("/").endswith("tests") or HERMES_TESTS in a for a in args):
+        return
+    script = os.path.join(os.path.dirname(__file__), "hermes_agent.py")
+    root = str(config._tmp_path_factory.getbasetemp())
+    log = open(os.path.join(root, "hermes-runs.log"), "w")  # noqa: SIM115 - the child's for its life
+    config._hermes_runs = subprocess.Popen([sys.executable, script, root], stdout=log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def pytest_collection_modifyitems(items):
+    """The Hermes plugin's tests last (stable otherwise): by then the runs are made."""
+    items.sort(key=lambda item: HERMES_TESTS in item.nodeid)
+
+
 def pytest_sessionfinish(session):
-    """The main process stops the session's dockerd (its watchdog would, a moment later)."""
+    """The main process stops the Hermes runs if still going, and the session's dockerd (its
+    watchdog would, a moment later)."""
     if hasattr(session.config, "workerinput"):
         return
+    runs = getattr(session.config, "_hermes_runs", None)
+    if runs is not None and runs.poll() is None:
+        os.killpg(runs.pid, signal.SIGKILL)
+        runs.wait()
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is not None and factory._basetemp is not None:
         import dockerd

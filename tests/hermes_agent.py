@@ -158,3 +158,42 @@ def both(base: Path, code: str, timeout: float = 240, together: bool = True,
                 for mode in ("stock", "plugin")}
     procs = {mode: Hermes(base / mode, plugin=mode == "plugin").start(code, **extra) for mode in ("stock", "plugin")}
     return {mode: last_json(proc, timeout) for mode, proc in procs.items()}
+
+
+# ---- the comparison runs, prepared in the background --------------------------------------------
+#
+# Every scenario of tests/hermes_driver.py runs once by stock Hermes and once with the plugin
+# (about two minutes with the environment's build on a fresh machine). The main pytest process
+# starts `python tests/hermes_agent.py ROOT SCENARIO...` when the session begins, so the runs
+# go on while the other tests do; the tests of test_hermes_plugin.py run last and read the record
+# (`runs`), waiting on the lock only for what is left.
+
+def runs_paths(root: Path) -> tuple[Path, Path, Path]:
+    """(the runs' folder, their record, the lock held while they are made) under `root`."""
+    return root / "hermes-runs", root / "hermes-runs.json", root / "hermes-runs.lock"
+
+
+def prepare_runs(root: Path, scenarios: list[str]) -> dict[str, object]:
+    """The record of the comparison runs under `root`, made now unless it exists; a failure is
+    recorded as {"error": ...} so every test reports it instead of trying again."""
+    base, record, lock_path = runs_paths(root)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            try:
+                stock, plugin = Hermes(base / "stock", plugin=False), Hermes(base / "plugin", plugin=True)
+                procs = stock.driver(*scenarios), plugin.driver(*scenarios)
+                data: dict[str, object] = {"stock": results(procs[0]), "plugin": results(procs[1])}
+            except Exception as exc:  # noqa: BLE001 - recorded for the tests to report
+                data = {"error": f"{type(exc).__name__}: {exc}"}
+            record.write_text(json.dumps(data))
+    loaded: dict[str, object] = json.loads(record.read_text())
+    return loaded
+
+
+if __name__ == "__main__":  # tests/conftest.py: python tests/hermes_agent.py ROOT
+    from test_hermes_plugin import SCENARIOS
+
+    began = time.monotonic()
+    made = prepare_runs(Path(sys.argv[1]), SCENARIOS)
+    print(f"{sorted(made)} in {time.monotonic() - began:.1f}s", flush=True)

@@ -6,7 +6,6 @@ plugin not enabled) in the same run. Public behaviour is compared, never private
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -15,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hermes_agent import DB_PASSWORD, Hermes, both, last_json, results
+from hermes_agent import DB_PASSWORD, Hermes, both, last_json, prepare_runs, runs_paths
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -29,18 +28,14 @@ DIFFERENT_ON_PURPOSE = {"secret_value_in_output"}
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory):
-    """Every scenario, once by stock Hermes and once with the plugin (at the same time); run
-    once per test session, whichever worker of the session asks first."""
+    """Every scenario, once by stock Hermes and once with the plugin (at the same time): made in
+    the background from the start of the session (tests/conftest.py), or here if it was not."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     root = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
-    base, record = root / "hermes-runs", root / "hermes-runs.json"
-    with open(root / "hermes-runs.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not record.exists():
-            stock, plugin = Hermes(base / "stock", plugin=False), Hermes(base / "plugin", plugin=True)
-            procs = stock.driver(*SCENARIOS), plugin.driver(*SCENARIOS)
-            record.write_text(json.dumps({"stock": results(procs[0]), "plugin": results(procs[1])}))
-    return {**json.loads(record.read_text()), "hermes": Hermes(base / "plugin", plugin=False)}
+    record = prepare_runs(root, SCENARIOS)
+    if "error" in record:
+        pytest.fail(f"the comparison runs failed: {record['error']}")
+    return {**record, "hermes": Hermes(runs_paths(root)[0] / "plugin", plugin=False)}
 
 
 # Stock Hermes races itself when it kills a job: its reader thread may see the end of the

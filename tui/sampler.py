@@ -64,6 +64,9 @@ class JobRow:
     host: str = ""  # "" = this machine, else the remote host's label (core/remote/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
     rerun_of: str = ""  # the job this one is a rerun of (registry.restart), else ""
+    ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
+    port: int | None = None  # the port it was started with (spawn's port=N)
+    lease: str = ""  # "leased": ends with its owner; "pinned": leased but kept; "" none
     stack: str = ""  # the stack the job belongs to (core/stacks/), else ""
     restarts: int = 0  # how often its stack restarted it
     member: bool = False  # shown under its stack's header row (tui/stack_view.py)
@@ -89,6 +92,13 @@ class SnapshotData:
     hosts: list[dict[str, Any]] = field(default_factory=list)  # remote hosts' states
     trend: Trend | None = None  # the selected job's recent CPU, RSS and output rate (trends.py)
     stacks: list[dict[str, Any]] = field(default_factory=list)  # the stacks' states (core/stacks/api.py)
+
+
+def _lease_word(lease: object) -> str:
+    """JobRow.lease from a list row's `lease`."""
+    if not isinstance(lease, dict):
+        return ""
+    return "pinned" if lease.get("pinned") else "leased"
 
 
 class Sampler(threading.Thread):
@@ -344,4 +354,7 @@ class Sampler(threading.Thread):
             rerun_of=job.get("rerun_of") or "",
             stack=safe_line(job.get("stack") or ""),
             restarts=int(job.get("restarts") or 0),
+            ports=tuple(p for p in job.get("ports") or () if isinstance(p, int)) if running else (),
+            port=job.get("port") if isinstance(job.get("port"), int) else None,
+            lease=_lease_word(job.get("lease")),
         )

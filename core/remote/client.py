@@ -689,14 +689,42 @@ class RemoteRegistry(Registry):
                 pass
         return result
 
+    def exec(self, command: str, yield_ms: float = 10_000, **spawn_options: Any) -> Result:
+        """As `ProcessRegistry.exec`, on the host (remembered as spawn does)."""
+        result = self._result("exec", command, yield_ms=yield_ms, **spawn_options)
+        if result.get("session_id") and result.get("status") != "error":
+            try:
+                remember(self.host.url)
+            except (OSError, ValueError):
+                pass
+        return result
+
     def restart(self, session_id: str) -> Result:
         return self._result("restart", session_id)
 
-    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> Result:
-        return self._result("write", session_id, data, source=source)
+    def write(self, session_id: str, data: str | bytes, source: str = "agent",
+              yield_ms: float | None = None) -> Result:
+        return self._result("write", session_id, data, source=source, yield_ms=yield_ms)
 
-    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> Result:
-        return self._result("submit", session_id, data, source=source)
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent",
+               yield_ms: float | None = None) -> Result:
+        return self._result("submit", session_id, data, source=source, yield_ms=yield_ms)
+
+    def pin(self, session_id: str) -> Result:
+        return self._result("pin", session_id)
+
+    def unpin(self, session_id: str) -> Result:
+        return self._result("unpin", session_id)
+
+    def caller_pid(self) -> int | None:
+        """The pid of this connection's server on the host: the owner to lease a job to so that
+        it ends with this process's connection (the tool's `ephemeral`); None when unreachable."""
+        try:
+            self.conn.ensure()
+        except HostUnreachable:
+            return None
+        pid = self.conn.hello.get("pid")
+        return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
 
     def close_stdin(self, session_id: str) -> Result:
         return self._result("close_stdin", session_id)
