@@ -344,3 +344,31 @@ def test_up_again_after_editing_the_file_applies_it(stacks, tmp_path):
     assert stacks.poll(after["api"]["session_id"])["command"] == "sleep 301"
     assert stacks.poll(before["old"])["status"] != "running"
     assert after["new"]["state"] == "ready"
+
+
+def test_a_port_held_by_another_process_fails_the_job_instead_of_making_it_ready(stacks, tmp_path):
+    """The port probe alone would pass at once on someone else's listener; the job is started
+    with spawn's port guard instead, which names the holder."""
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        path = stack_file(tmp_path / "taken", f"""
+            [jobs.db]
+            command = "{{py}} listener.py {port} 0"
+            ready = {{ port = {port}, timeout = 10 }}
+            [jobs.api]
+            command = "sleep 300"
+            depends_on = ["db"]
+            """)
+        result = stacks.up(path, wait=True, timeout=30)
+        assert result["status"] == "error", result
+        jobs = jobs_of(stacks, "taken")
+        assert jobs["db"]["state"] == "failed", jobs
+        assert f"port {port} is in use by pid {os.getpid()}" in jobs["db"]["message"], jobs
+        assert jobs["api"]["state"] == "blocked" and jobs["api"]["session_id"] is None, jobs
+    finally:
+        holder.close()

@@ -273,7 +273,8 @@ class StackSupervisor:
 
     def start(self, name: str) -> None:
         job, run = self.spec.jobs[name], self.runs[name]
-        result = self.registry.spawn(job.command, cwd=job.cwd, env=job.env, pty=job.pty, name=name,
+        port = int(job.ready.target) if job.ready and job.ready.kind == "port" else None  # the port guard
+        result = self.registry.spawn(job.command, cwd=job.cwd, env=job.env, pty=job.pty, name=name, port=port,
                                      stack=self.spec.name, restarts=run.restarts, rerun_of=run.session_id)
         now = time.time()
         if result.get("status") != "running":
