@@ -180,3 +180,30 @@ def test_what_a_stack_file_controls_reaches_the_terminal_as_visible_escapes(regi
         assert "\\x1b[31mRED" in done.stdout and "\\x1b[31mRED" in done.stderr, done
     finally:
         down_all(registry)
+
+
+def test_stack_slash_job_names_a_stack_job_wherever_an_id_goes(registry, home, tmp_path):
+    path = stack_file(tmp_path / "named", """
+        [jobs.web]
+        command = "echo serving; sleep 300"
+        [jobs.later]
+        command = "sleep 300"
+        autostart = false
+        """)
+    try:
+        registry.up(path, wait=True, timeout=30)
+        web = jobs_of(registry, "named")["web"]["session_id"]
+        assert registry.poll("named/web")["session_id"] == web
+        wait_until(lambda: "serving" in registry.read_log("named/web")["output"])
+        log = cli(home, "log", "named/web")
+        assert log.returncode == 0 and "serving" in log.stdout, log
+        assert call(registry, action="poll", session_id="named/web")["session_id"] == web
+        for name, error in [("named/nope",
+                             "No process named named/nope: stack named has no job 'nope' (jobs: web, later)"),
+                            ("ghost/web", "No process named ghost/web: no stack named 'ghost' (stacks: named)"),
+                            ("named/later", "No process named named/later: later has not started (off)")]:
+            assert registry.poll(name) == {"status": "not_found", "error": error}, name
+        bad = cli(home, "poll", "named/nope")
+        assert bad.returncode == 1 and bad.stderr.strip().endswith("stack named has no job 'nope' (jobs: web, later)")
+    finally:
+        down_all(registry)

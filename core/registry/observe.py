@@ -13,7 +13,7 @@ from ..supervisor.bounds import whole
 from . import events, leases, listindex, logstore, processes, protocol
 from .base import MAX_LOG_BYTES, UNSUPERVISED, BadInput, RegistryBase, _outcome_fields, _safe
 from .jobstate import CorruptJob, Job, load
-from .paths import job_inodes, open_nofollow, resolve_id
+from .paths import job_inodes, open_nofollow
 from .screen import render as render_screen
 from .screen import source as screen_source
 from .search import Collector, search_log
@@ -305,7 +305,7 @@ class Observing(RegistryBase):
                 return rows
             ids = [row["session_id"] for row in rows]
         else:
-            ids = [resolve_id(self.jobs_dir, session_id)]
+            ids = [self._resolve(session_id)]
         out = Collector(limit)
         total = 0
         with regex:

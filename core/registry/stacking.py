@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
+from . import base
 from .base import RegistryBase
 from .interface import Result, Rows
+from .paths import IdError
 
 
 class StacksApi(Protocol):
@@ -27,6 +30,8 @@ class StacksApi(Protocol):
 
     def stacks(self, registry: Any, name: str | None = None) -> builtins.list[dict[str, Any]] | dict[str, Any]: ...
 
+    def job_id(self, home: Path, name: str) -> str: ...
+
 
 _load: Callable[[], StacksApi] | None = None
 MISSING = "stacks are not available here (hermes-procs is not installed on this host)"
@@ -34,9 +39,18 @@ MISSING = "stacks are not available here (hermes-procs is not installed on this 
 
 def plug_stacks(load: Callable[[], StacksApi]) -> None:
     """Set who does the stack calls: `load()` returns it when a stack call is first made
-    (hermes_procs.core plugs core/stacks/api.py, imported only then)."""
+    (hermes_procs.core plugs core/stacks/api.py, imported only then). `STACK/JOB` then names
+    a stack's job wherever an id is taken (base.named_job)."""
     global _load
     _load = load
+    base.named_job = _named_job
+
+
+def _named_job(home: Path, name: str) -> str:
+    try:
+        return _api().job_id(home, name)
+    except LookupError:
+        raise IdError("error", f"Invalid session id {name[:60]!r}: stacks are not available here") from None
 
 
 def _api() -> StacksApi:

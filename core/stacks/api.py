@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .core_api import one_line, write_json_atomic
+from .core_api import IdError, one_line, write_json_atomic
 from .loader import load_stack
-from .model import StackError, StackSpec
+from .model import STACK_NAME, StackError, StackSpec
 from .runner import Run
 from .stopping import stop_in_order
 from .store import (
@@ -251,6 +251,27 @@ def stacks(registry: ProcessRegistry, name: str | None = None) -> list[dict[str,
     home = _local(registry)
     names = [name] if name else list_names(home)
     return [status(stack_dir(home, n)) for n in names]
+
+
+def job_id(home: Path, name: str) -> str:
+    """The session id of `STACK/JOB`'s current run (the registry takes it wherever an id goes);
+    IdError naming what is missing."""
+    stack, _, job = name.partition("/")
+    if not STACK_NAME.fullmatch(stack) or not job:
+        shown = name if len(name) <= 60 and name.isprintable() else repr(name[:60])
+        raise IdError("error", f"Invalid session id {shown}: expected proc_ + 12 hex digits, a prefix of at least "
+                               "4, or STACK/JOB")
+    try:
+        state = read_state(stack_dir(home, stack)) or {}
+    except StackError as exc:
+        raise IdError("not_found", f"No process named {name}: {exc}") from None
+    run = (state.get("jobs") or {}).get(job)
+    if not isinstance(run, dict):
+        jobs = ", ".join(state.get("jobs") or {})
+        raise IdError("not_found", f"No process named {name}: stack {stack} has no job {job!r} (jobs: {jobs})")
+    if not run.get("session_id"):
+        raise IdError("not_found", f"No process named {name}: {job} has not started ({run.get('state')})")
+    return str(run["session_id"])
 
 
 def status(folder: Path) -> dict[str, Any]:

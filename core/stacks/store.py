@@ -30,13 +30,14 @@ from .model import StackError, check_name
 STACKS = "stacks"
 
 
-def stacks_dir(home: Path) -> Path:
-    return ensure_private_dir(home / STACKS)
+def stacks_dir(home: Path, create: bool = False) -> Path:
+    """<home>/stacks, made (0700) only for `create`: looking at stacks leaves a home as it was."""
+    return ensure_private_dir(home / STACKS) if create else home / STACKS
 
 
 def stack_dir(home: Path, name: str, create: bool = False) -> Path:
     """The stack's folder; StackError when it does not exist (and `create` is false)."""
-    path = stacks_dir(home) / check_name(name)
+    path = stacks_dir(home, create) / check_name(name)
     if create:
         return ensure_private_dir(path)
     if not path.is_dir():
