@@ -70,7 +70,21 @@ def search_cmd(
 
 
 @app.command("restart")
-def restart_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
-    """Run a job's command again as a new job (killing it first if it runs); print the new id."""
+def restart_cmd(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(metavar="ID|STACK", help="A job's id (or unique prefix), or a "
+                                                                       "stack's name.")],
+    job: Annotated[Optional[str], typer.Argument(metavar="[JOB]", help="With STACK: only this job of it.",
+                                                 show_default=False)] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a job's command again as a new job (killing it first if it runs); print the new id.
+    `restart STACK [JOB]`: the whole stack in dependency order, or one job of it."""
     home, as_json = opts(ctx, home, as_json)
+    from .cmd_stack import is_stack, restart_stack
+
+    if job is not None or is_stack(home, session_id):
+        return restart_stack(home, session_id, job, as_json)
     emit(registry(home).restart(session_id), as_json, lambda r: str(r["session_id"]))
+    return None

@@ -181,12 +181,17 @@ def ls_cmd(
     session_key: Annotated[
         Optional[str], typer.Option("--session-key", metavar="K", help="Only jobs of this session key.")
     ] = None,
+    stack: Annotated[
+        Optional[str], typer.Option("--stack", metavar="STACK", help="Only the jobs of this stack.")
+    ] = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List jobs, newest first. `--json` prints the API's full list."""
     home, as_json = opts(ctx, home, as_json)
     result = registry(home).list(task_id=task, session_key=session_key)
+    if stack is not None and isinstance(result, list):
+        result = [row for row in result if row.get("stack") == stack]
     emit(result, as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
 
 

@@ -15,7 +15,17 @@ from typing import Optional
 import typer
 from typer import _click
 
-from . import cmd_agent, cmd_control, cmd_dashboard, cmd_hosts, cmd_input, cmd_jobs, cmd_service, cmd_web  # noqa: F401 - they add the commands
+from . import (  # noqa: F401 - they add the commands
+    cmd_agent,
+    cmd_control,
+    cmd_dashboard,
+    cmd_hosts,
+    cmd_input,
+    cmd_jobs,
+    cmd_service,
+    cmd_stack,
+    cmd_web,
+)
 from .app import app
 from .cmd_dashboard import Dashboard, plug
 from .output import PROG, CliError, err
@@ -24,7 +34,8 @@ __all__ = ["Dashboard", "main"]
 
 # the order of the commands in --help: the everyday ones first
 ORDER = ("run", "exec", "ls", "poll", "log", "wait", "kill", "signal", "tree", "write", "submit", "close", "attach",
-         "screen", "search", "restart", "pin", "unpin", "events", "prune", "tui", "demo", "web", "hosts", "mcp")
+         "up", "down", "stacks", "screen", "search", "restart", "pin", "unpin", "events", "prune", "tui", "demo", "web",
+         "hosts", "mcp")
 app.registered_commands.sort(key=lambda c: ORDER.index(c.name) if c.name in ORDER else len(ORDER))
 
 

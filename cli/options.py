@@ -33,7 +33,7 @@ HomeOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the Python API's result as one JSON document.")]
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (>= 4 hex).")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id, a unique prefix (>= 4 hex), or STACK/JOB.")]
 EscOpt = Annotated[
     bool, typer.Option("--escapes", "-E", help="Interpret backslash escapes in DATA (\\n, \\r, \\x03, \\e, ...).")
 ]

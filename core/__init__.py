@@ -11,15 +11,17 @@ draws the map):
     supervisor/  the per-job supervisor program and its warm template: stdlib only, run as
                  `python -I -S`, shipped to Python 3.9 hosts; the stdlib pieces the registry shares
 
-This module stands above the rooms: it plugs remote hosts into `ProcessRegistry(host=...)`.
+This module stands above the rooms: it plugs remote hosts into `ProcessRegistry(host=...)`
+and stacks into `ProcessRegistry.up`, `down`, `restart_stack` and `stacks`.
 `tool.py` and `compat.py` here only re-export the contract's import paths.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from .registry.process_registry import ProcessRegistry, plug_remote
+from .registry.process_registry import ProcessRegistry, plug_remote, plug_stacks
 
 __all__ = ["ProcessRegistry"]
 
@@ -32,3 +34,13 @@ def _remote_registry(host: str, home: str | os.PathLike[str] | None) -> object:
 
 
 plug_remote(_remote_registry)
+
+
+def _stacks_api() -> Any:
+    """core/stacks/api.py, loaded at the first stack call (it reads YAML and TOML files)."""
+    from .stacks import api
+
+    return api
+
+
+plug_stacks(_stacks_api)

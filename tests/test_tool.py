@@ -24,7 +24,7 @@ def test_schema_shape():
     assert params["type"] == "object" and params["required"] == ["action"]
     assert params["properties"]["action"]["enum"] == list(ACTIONS)
     assert set(ACTIONS) == {"exec", "start", "list", "poll", "log", "wait", "kill", "write", "submit", "close",
-                            "screen", "search", "restart", "tree", "signal", "pin", "unpin"}
+                            "screen", "search", "restart", "tree", "signal", "pin", "unpin", "up", "down"}
     for name in ("command", "pty", "cwd", "name", "notify_on_complete", "watch_patterns", "session_id", "data",
                  "timeout", "offset", "limit", "max_runtime", "all", "grace", "env", "until", "pattern", "context",
                  "quiet_after", "signal", "pid", "start_ticks", "yield_ms", "reuse", "port", "ephemeral"):

@@ -34,6 +34,7 @@ from .log_pane import LogPane
 from .main_screen import MainScreen
 from .proc_tree import TreeScreen
 from .readonly import ReadOnlyRegistry
+from .stack_actions import StackActions
 from .terminal import TerminalPane
 
 __all__ = ["HermesApp", "run"]
@@ -127,7 +128,8 @@ class HermesApp(App):
 
 
 # the key map (help.py), section by section: whose bindings, in which order
-document(JobsTable, MainScreen, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane, TreeScreen, HermesApp)
+document(JobsTable, MainScreen, StackActions, JobSearch, LogPane, FindBox, FilterBar, InputBar, TerminalPane,
+         TreeScreen, HermesApp)
 
 
 def run(home: str | None = None, demo: bool = False, hosts: list[str] | None = None,

@@ -95,7 +95,8 @@ def palette_entries(app: _App) -> list[tuple[str, str, str, Widget]]:
     """(title, help, action, target) for every action of the main screen and the log pane,
     for the command palette; the target is the widget the action runs on."""
     out: list[tuple[str, str, str, Widget]] = []
-    targets = ((app.main, type(app.main)), (app.main.log_pane, type(app.main.log_pane)))
+    screens = [cls for cls in type(app.main).__mro__ if cls.__module__.startswith(__package__ or "tui")]
+    targets = [*((app.main, cls) for cls in screens), (app.main.log_pane, type(app.main.log_pane))]
     for target, cls in targets:
         for binding in cls.__dict__.get("BINDINGS", []):
             if binding.tooltip and binding.action not in ("escape", "cancel_selection"):

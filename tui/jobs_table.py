@@ -21,6 +21,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 
 from .sampler import JobRow
+from .stack_view import is_header, state_text
 
 __all__ = ["SORTS", "JobsTable", "fmt_bytes", "fmt_duration", "short_id"]
 
@@ -31,7 +32,8 @@ SHORT_ID = 6  # hex digits of the short id the table shows
 
 
 def short_id(session_id: str) -> str:
-    return session_id.removeprefix("proc_")[:SHORT_ID]
+    """The table's id: 6 hex digits of a job's id; `stack` for a stack's row."""
+    return "stack" if is_header(session_id) else session_id.removeprefix("proc_")[:SHORT_ID]
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -63,6 +65,8 @@ def fmt_bytes(n: int | None) -> str:
 
 def status_text(row: JobRow) -> Text:
     """The status cell; it starts with a space: the gap after the (ellipsized) name column."""
+    if is_header(row.session_id):  # a stack's row: its state
+        return state_text(row.label)
     if row.running:
         style = "bold green"
     elif row.label == "exited 0":
@@ -159,6 +163,8 @@ class JobsTable(DataTable):
         self._wide: bool | None = None
         self._last_selected: str | None = "<none>"
         self.host_names: dict[str, str] = {}  # host label -> short name (MainScreen fills it)
+        self.groups: dict[str, str] = {}  # row id -> its stack's header id (tui/stack_view.py)
+        self.hidden: set[str] = set()  # rows the stack view hides (folded stacks, earlier runs)
         # DataTable keys its render caches on a counter that every update bumps: past entries
         # are never hit again, and caches of 1,000-10,000 of them only keep garbage alive for
         # the cyclic GC to walk on every full collection (see HermesApp._settle_gc)
@@ -201,9 +207,11 @@ class JobsTable(DataTable):
     def _filter(self) -> Callable[[JobRow], bool]:
         """Whether a row passes the filter, the search and the host filter (the reactives are
         read once: this runs for every job on every snapshot)."""
-        finished, host, needle = self.show_finished, self.host_filter, self.search.lower()
+        finished, host, needle, hidden = self.show_finished, self.host_filter, self.search.lower(), self.hidden
 
         def passes(row: JobRow) -> bool:
+            if row.session_id in hidden:
+                return False
             if not finished and not row.running:
                 return False
             if host and (row.host or "local") != host:
@@ -306,6 +314,13 @@ class JobsTable(DataTable):
                 "quiet": ("quiet",)}.get(self.sort_mode, ())
 
     def _sort_key(self, sid: str):
+        """The sort's key; a stack's jobs follow its header row (the group sorts as its header)."""
+        group = self.groups.get(sid)
+        if group is not None and group in self.rows_by_id:
+            return (*self._own_key(group), 1, *self._own_key(sid))
+        return (*self._own_key(sid), 0)
+
+    def _own_key(self, sid: str):
         row = self.rows_by_id.get(sid)
         if row is None:
             return (0,)
@@ -476,7 +491,7 @@ def _look(row: JobRow) -> tuple:
     return (row.pty, row.waiting, row.name, row.command, row.label, row.running, row.unreachable, row.pid,
             row.started, fmt_duration(row.uptime), _cpu_text(row.cpu), fmt_bytes(row.rss) if row.running else "",
             fmt_duration(row.silence) if row.running else "", (row.silence or 0) >= 60, row.host, row.ports,
-            row.port if row.running else None, row.lease)
+            row.port if row.running else None, row.lease, row.member, row.restarts)
 
 
 def _flags(row: JobRow) -> Text:
@@ -504,6 +519,8 @@ def _title(row: JobRow) -> Text:
     """The NAME cell: the name in bold and the command dimmed, or the command alone."""
     command = " ".join(row.command.split())
     title = Text(row.name, style="bold") if row.name else Text(command)
+    if row.member:  # under its stack's header, with how often the stack restarted it
+        title = Text.assemble("  ", title, (f" ↻{row.restarts}", "yellow") if row.restarts else "")
     if row.name:
         title.append("  " + command, style="dim")
     title.no_wrap = True

@@ -23,7 +23,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from hermes_procs.core.registry.interface import Registry
@@ -59,6 +58,8 @@ from .proc_tree import TreeScreen
 from .readonly import refused
 from .sampler import JobRow, Sampler, SnapshotData
 from .sparklines import TrendBar
+from .stack_actions import StackActions
+from .stack_view import is_header
 from .terminal import TerminalPane
 
 if TYPE_CHECKING:
@@ -76,8 +77,9 @@ __all__ = ["MainScreen"]
 
 # size: the screen owns every action on jobs (its bindings name them, the help lists them);
 # each is a few lines that hand the work to a dialog, a worker or the registry.
-class MainScreen(Screen):
-    """Jobs table on top, the selected job's output (log or terminal) and input below."""
+class MainScreen(StackActions):
+    """Jobs table on top, the selected job's output (log or terminal) and input below; the
+    stack keys and rows come from StackActions (a Screen)."""
 
     HELP_TITLE = "Jobs"
     DEFAULT_CSS = """
@@ -88,6 +90,8 @@ class MainScreen(Screen):
     #detail TerminalPane { height: 1fr; }
     #term-hint { height: 1; background: $warning 20%; padding: 0 1; display: none; }
     #term-hint.shown { display: block; }
+    #stack-detail { height: 1fr; display: none; padding: 0 1; }
+    #stack-detail.shown { display: block; }
     InputBar { display: none; }
     InputBar.shown { display: block; }
     """
@@ -164,6 +168,7 @@ class MainScreen(Screen):
         with Vertical(id="detail"):
             yield Static(id="term-hint")
             yield LogPane(id="log")
+            yield Static(id="stack-detail")
             yield FindBox(id="log-find")
             yield FilterBar(id="log-filter")
             yield InputBar(id="input")
@@ -217,7 +222,7 @@ class MainScreen(Screen):
         self.snapshot = data
         if data.hosts:
             self._show_hosts(data.hosts)
-        self.table.apply(data.jobs, data.taken_at)
+        self.table.apply(self.arrange_stacks(data), data.taken_at)
         if self.sampler is not None:
             self.sampler.on_screen = self.table.rows_on_screen()
         self._announce(data, first)
@@ -226,9 +231,10 @@ class MainScreen(Screen):
             self._pending_select = None
         if data.selected == self.selected and self.selected:
             self.input_bar.set_history(data.inputs)
-        rows = self.table.rows_by_id.values()
+        rows = [r for r in self.table.rows_by_id.values() if not is_header(r.session_id)]
         self.query_one(TopBar).counts = (sum(r.running for r in rows), len(rows), sum(r.waiting for r in rows))
         self.query_one(TrendBar).trend = data.trend if data.selected == self.selected else None
+        self.show_stack(self.selected)
         self._show_row()
 
     def _announce(self, data: SnapshotData, first: bool) -> None:
@@ -365,7 +371,7 @@ class MainScreen(Screen):
         title.rerun_as = max(reruns, key=lambda r: r.started).session_id if reruns else ""
         title.row = row
         title.terminal_open = self.terminal is not None
-        shown = row is not None and row.running and self.terminal is None
+        shown = row is not None and row.running and self.terminal is None and not is_header(row.session_id)
         if not shown and self.input_bar.has_focus_within:  # the job typed into has ended
             focus_now(self.table)
         self.input_bar.set_class(shown, "shown")
@@ -380,6 +386,8 @@ class MainScreen(Screen):
         self._close_terminal(refocus=False)
         self.query_one(FilterBar).remove_class("shown")
         jobdir = None
+        if self.show_stack(sid):
+            sid = None  # a stack's row: its jobs' states instead of a log
         if sid:
             try:
                 jobdir = Path(self.registry.job_dir(sid))
@@ -404,7 +412,9 @@ class MainScreen(Screen):
         row = self.current_row()
         if row is None:
             return
-        if row.pty and row.running:
+        if is_header(row.session_id):
+            self.toggle_stack(row.session_id)
+        elif row.pty and row.running:
             self.action_terminal()
         elif row.running:
             self.action_focus_input()
@@ -539,6 +549,8 @@ class MainScreen(Screen):
         if row is None:
             if missing:
                 self.notify(missing, timeout=3)
+            return None
+        if self.refused_for_stack(row):
             return None
         if exited and not row.running:
             self.notify(exited, timeout=4)

@@ -23,6 +23,7 @@ __all__ = [
     "PinChanged",
     "SendMode",
     "SignalSent",
+    "StackChanged",
     "WaitingForInput",
 ]
 
@@ -116,3 +117,12 @@ class LogSaved(Message):
     path: str
     size: int
     plain: bool
+
+
+@dataclass
+class StackChanged(Message):
+    """A stack was brought up, down or restarted (`op`); `state` is its state right after."""
+
+    stack: str
+    op: str
+    state: str

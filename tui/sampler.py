@@ -67,6 +67,9 @@ class JobRow:
     ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
     port: int | None = None  # the port it was started with (spawn's port=N)
     lease: str = ""  # "leased": ends with its owner; "pinned": leased but kept; "" none
+    stack: str = ""  # the stack the job belongs to (core/stacks/), else ""
+    restarts: int = 0  # how often its stack restarted it
+    member: bool = False  # shown under its stack's header row (tui/stack_view.py)
 
     @property
     def running(self) -> bool:
@@ -88,6 +91,7 @@ class SnapshotData:
     error: str | None = None
     hosts: list[dict[str, Any]] = field(default_factory=list)  # remote hosts' states
     trend: Trend | None = None  # the selected job's recent CPU, RSS and output rate (trends.py)
+    stacks: list[dict[str, Any]] = field(default_factory=list)  # the stacks' states (core/stacks/api.py)
 
 
 def _lease_word(lease: object) -> str:
@@ -230,6 +234,7 @@ class Sampler(threading.Thread):
                 events = drained
         except Exception:
             pass
+        stacks = self._stacks()
         hosts: list[dict[str, Any]] = []
         if self._remotes:
             try:
@@ -246,7 +251,16 @@ class Sampler(threading.Thread):
             events=events,
             error=error,
             trend=trend,
+            stacks=stacks,
         )
+
+    def _stacks(self) -> list[dict[str, Any]]:
+        """Every stack's state (a few small files: state.json and a lock probe per stack)."""
+        try:
+            got = self.registry.stacks()
+        except Exception:  # the core must not take the dashboard down
+            return []
+        return [row for row in got if isinstance(row, dict)] if isinstance(got, list) else []
 
     def _list(self) -> Rows | Result:
         """``registry.list()``, skipped while nothing can have changed: no job was running at
@@ -338,6 +352,8 @@ class Sampler(threading.Thread):
             host=job.get("host") or "",
             unreachable=unreachable,
             rerun_of=job.get("rerun_of") or "",
+            stack=safe_line(job.get("stack") or ""),
+            restarts=int(job.get("restarts") or 0),
             ports=tuple(p for p in job.get("ports") or () if isinstance(p, int)) if running else (),
             port=job.get("port") if isinstance(job.get("port"), int) else None,
             lease=_lease_word(job.get("lease")),

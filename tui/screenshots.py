@@ -8,8 +8,9 @@ Python REPL), ``scrollback.svg`` (the terminal pane scrolled back), ``input.svg`
 waiting for an answer, with the input bar and its history), ``kill.svg`` (kill confirmation),
 ``rerun.svg`` (rerun confirmation of a running job), ``help.svg`` (the key map), ``tree.svg`` (the
 process tree of a job with workers, one asking a question), ``sparklines.svg`` (that job's CPU,
-RSS and output rate under the detail title).  Every job started is killed at the
-end.
+RSS and output rate under the detail title), ``stack.svg`` (a stack as one unit: its row with
+its state above its jobs, one restarted by its policy, and the stack's detail). Every job
+started is killed and the stack downed at the end.
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ async def _shoot(reg: ProcessRegistry, out: Path) -> list[Path]:
         await camera.dialog_shots()
         # 6, 7. the process tree of a job with workers, one of them asking a question; its sparklines
         await _tree_shot(pilot, app, reg, camera.select, camera.save)
+        await _stack_shot(pilot, app, reg, camera.save)
     return camera.shots
 
 
@@ -238,6 +240,78 @@ async def _tree_shot(pilot, app: HermesApp, reg: ProcessRegistry, select, save) 
     save("sparklines.svg")
 
 
+# the stack of stack.svg: a database that takes a moment, an API that waits for it, a worker
+# that crashes now and then (restarted by its policy)
+_STACK = """
+name = "shop"
+[jobs.db]
+command = "python3 db.py {db}"
+ready = {{ port = {db} }}
+[jobs.api]
+command = "python3 -m http.server {api} --bind 127.0.0.1"
+depends_on = ["db"]
+ready = {{ http = "http://127.0.0.1:{api}/" }}
+[jobs.worker]
+command = "python3 worker.py"
+depends_on = ["api"]
+restart = "always"
+backoff = 0.5
+"""
+_STACK_DB = """
+import socket, sys, time
+time.sleep(0.5)
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+print("db: ready to accept connections", flush=True)
+while True:
+    s.accept()[0].close()
+"""
+_STACK_WORKER = """
+import time
+for n in range(4):
+    print(f"worker: job {n} done", flush=True)
+    time.sleep(0.6)
+raise SystemExit("worker: lost the queue (crash)")
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _stack_shot(pilot, app: HermesApp, reg: ProcessRegistry, save) -> None:
+    """8. stack.svg: the stack's row (state, jobs ready, restarts) above its jobs, selected."""
+    from .stack_view import header_id
+
+    folder = Path(reg.home) / "shop"
+    folder.mkdir()
+    (folder / "hermes-procs.toml").write_text(_STACK.format(db=_free_port(), api=_free_port()))
+    (folder / "db.py").write_text(_STACK_DB)
+    (folder / "worker.py").write_text(_STACK_WORKER)
+    result = reg.up(str(folder), wait=True, timeout=30)
+    if result.get("status") != "ok":
+        raise RuntimeError(f"the stack shot's stack did not come up: {result}")
+
+    def restarted() -> bool:
+        rows = reg.stacks("shop")
+        stack = rows[0] if isinstance(rows, list) and rows else {}
+        worker: dict[str, Any] = next((j for j in stack.get("jobs", []) if j["name"] == "worker"), {})
+        return stack.get("state") == "up" and worker.get("restarts", 0) >= 1 and worker.get("state") == "ready"
+
+    await _until(pilot, restarted, timeout=30)
+    table = app.query_one(JobsTable)
+    await _until(pilot, lambda: header_id("shop") in table.rows_by_id)
+    table.focus()
+    table.select_id(header_id("shop"))
+    await _until(pilot, lambda: app.main.selected == header_id("shop"))
+    await pilot.pause(0.6)
+    save("stack.svg")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--keys"]:  # the README's keys table, from the bindings (help.py)
@@ -254,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(3.5)  # let the build, the ping and the tests produce output
         shots = asyncio.run(_shoot(reg, out))
     finally:
+        stacks = reg.stacks()
+        for stack in stacks if isinstance(stacks, list) else []:
+            reg.down(stack["stack"])
         kill_running(reg, grace=0.2)
         shutil.rmtree(tmp, ignore_errors=True)
     for path in shots:

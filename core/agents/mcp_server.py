@@ -5,7 +5,7 @@
 Tools: ``process_exec``, ``process_start``, ``process_list``, ``process_poll``, ``process_log``,
 ``process_wait``, ``process_kill``, ``process_write``, ``process_submit``, ``process_close``,
 ``process_screen``, ``process_search``, ``process_restart``, ``process_tree``, ``process_signal``,
-``process_pin``, ``process_unpin``. Their arguments are
+``process_pin``, ``process_unpin``, ``process_up``, ``process_down``. Their arguments are
 the tool's arguments (typed, described, checked by the SDK against the input schema) and their
 results are the contract dicts, secrets masked: as structured content and as the same JSON in
 a text block. A result whose status is ``error`` or ``not_found`` is flagged ``isError``.
@@ -41,7 +41,7 @@ __all__ = ["TOOL_NAMES", "build_server", "serve"]
 TOOL_NAMES = ("process_exec", "process_start", "process_list", "process_poll", "process_log", "process_wait",
               "process_kill", "process_write", "process_submit", "process_close", "process_screen",
               "process_search", "process_restart", "process_tree", "process_signal", "process_pin",
-              "process_unpin")
+              "process_unpin", "process_up", "process_down")
 
 INSTRUCTIONS = """\
 hermes-procs runs background processes (builds, test runs, servers, installers, REPLs) as durable
@@ -75,6 +75,9 @@ dashboard.
 - process_tree lists the job's processes (pid, state, CPU, memory, awaiting_input, command);
   process_signal sends one signal (INT, TERM, HUP, USR1, ...) to the job's process group, or
   with pid (and start_ticks, from process_tree) to that one process only.
+- A project's stack (hermes-procs.toml, Procfile, process-compose.yaml, mprocs.yaml): process_up
+  starts its jobs in dependency order and keeps them (probes, restarts, file watching) after you
+  are gone; wait=true returns once all are ready or says which failed; process_down stops it.
 - Secrets in output are masked as ***."""
 
 
@@ -240,10 +243,13 @@ class _Tools:
     def process_list(
         self,
         task_id: Annotated[str | None, Field(description="Only the jobs started with this task_id.")] = None,
+        stack: Annotated[str | None, Field(description="Only the jobs of this stack (with the stack's "
+                                                       "state).")] = None,
         host: HostArg = None,
     ) -> Result:
-        """List jobs, newest first: {"processes": [{session_id, name, command, status, pid, ...}]}."""
-        return self._call({"host": host, "action": "list"}, task_id=task_id or None)
+        """List jobs, newest first: {"processes": [{session_id, name, command, status, pid, stack, restarts,
+        ...}]}."""
+        return self._call({"host": host, "action": "list", "stack": stack}, task_id=task_id or None)
 
     def process_poll(self, session_id: SessionId, host: HostArg = None) -> Result:
         """Status of a job ('running' or 'exited') with the last 1000 characters of output; when exited also
@@ -339,10 +345,46 @@ class _Tools:
         return self._call({"host": host, "action": "search", "session_id": _coerce_id(session_id), "pattern": pattern,
                            "context": context, "limit": limit, "all": not task_id}, task_id=task_id or None)
 
-    def process_restart(self, session_id: SessionId, host: HostArg = None) -> Result:
+    def process_restart(
+        self,
+        session_id: Annotated[str | None, BeforeValidator(_coerce_id), Field(description=(
+            "The job's id (proc_ + 12 hex characters, or a unique prefix); omit with stack."))] = None,
+        stack: Annotated[str | None, Field(description="Restart this stack instead (in dependency "
+                                                       "order).")] = None,
+        job: Annotated[str | None, Field(description="With stack: only this job of it.")] = None,
+        host: HostArg = None,
+    ) -> Result:
         """Run a job's command again (same cwd, env, pty and options) as a new job whose rerun_of is the old
-        id; a job still running is killed first. The old job keeps its log."""
-        return self._call({"host": host, "action": "restart", "session_id": session_id})
+        id; a job still running is killed first. The old job keeps its log. With stack: the whole stack (or
+        one job of it)."""
+        return self._call({"host": host, "action": "restart", "session_id": session_id, "stack": stack,
+                           "job": job})
+
+    def process_up(
+        self,
+        cwd: Annotated[str | None, Field(description="The project folder holding hermes-procs.toml, Procfile, "
+                                                     "process-compose.yaml or mprocs.yaml.")] = None,
+        path: Annotated[str | None, Field(description="The stack file itself (instead of cwd).")] = None,
+        stack: Annotated[str | None, Field(description="The stack's name (default: the file's name, else "
+                                                        "the folder's).")] = None,
+        wait: Annotated[bool, Field(description="Return once every job is ready, or with an error naming "
+                                                "the job that failed and why.")] = False,
+        timeout: Annotated[float | None, Field(description="With wait: seconds at most (default 180).")] = None,
+    ) -> Result:
+        """Bring a project's stack up: its jobs start in dependency order under a stack supervisor that
+        probes readiness, restarts them by policy and on file changes, and runs on after you are gone.
+        A bad file starts nothing (the error names the key). Returns the stack's state and each job's."""
+        return self._call({"action": "up", "cwd": cwd, "path": path, "stack": stack, "wait_ready": wait,
+                           "timeout": timeout})
+
+    def process_down(
+        self,
+        stack: Annotated[str | None, Field(description="The stack's name (from process_up or "
+                                                       "process_list).")] = None,
+        path: Annotated[str | None, Field(description="Or the stack file it was brought up from.")] = None,
+    ) -> Result:
+        """Stop a stack: its jobs (dependents first) and its supervisor."""
+        return self._call({"action": "down", "stack": stack, "path": path})
 
     def process_tree(self, session_id: SessionId, host: HostArg = None) -> Result:
         """The job's processes, parents first: pid, ppid, start_ticks, depth, command, state, cpu_percent,

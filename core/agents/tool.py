@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
 ACTIONS = ("exec", "start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search",
-           "restart", "tree", "signal", "pin", "unpin")
+           "restart", "tree", "signal", "pin", "unpin", "up", "down")
 
 _DESCRIPTION = (
     "Run and control background processes (builds, test runs, dev servers, installers, REPLs) "
@@ -90,6 +90,12 @@ _DESCRIPTION = (
     "- signal sends `signal` (INT, TERM, HUP, USR1, USR2, QUIT, STOP, CONT, WINCH, KILL, or a "
     "number) to the job's process group, or with `pid` (from tree) to that one process only: "
     "e.g. INT to interrupt a stuck test runner's worker, HUP to make a server reload.\n"
+    "- A project's dev stack (db, api, web...) from its hermes-procs.toml, Procfile, "
+    "process-compose.yaml or mprocs.yaml: up (in `cwd`, or `path`; wait=true returns once every "
+    "job is ready, or says which failed and why) starts its jobs in dependency order and keeps "
+    "them (readiness probes, restart policies, file watching) after you are gone; list with "
+    "`stack` shows its jobs; restart with `stack` (and `job`) restarts it; down with `stack` "
+    "stops it, dependents first. Don't start a stack's pieces one by one.\n"
     "- Secrets (tokens, passwords) in output are masked as ***."
 )
 
@@ -104,7 +110,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "enum": list(ACTIONS),
                 "description": "What to do. exec and start need command; write needs session_id and data; "
                 "search needs pattern; signal needs session_id and signal; poll, log, wait, kill, "
-                "submit, close, screen, restart, tree, pin, unpin need session_id; list needs nothing.",
+                "submit, close, screen, restart, tree, pin, unpin need session_id (restart: or stack); list "
+                "needs nothing; up needs a stack file in cwd (or path); down needs stack (or path).",
             },
             "command": {
                 "type": "string",
@@ -120,7 +127,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "boolean",
                 "description": "exec, start: run in a pseudo-terminal (REPLs, interactive prompts). Default false.",
             },
-            "cwd": {"type": "string", "description": "exec, start: working directory (default: the current one)."},
+            "cwd": {"type": "string", "description": "exec, start: working directory (default: the current one). "
+                    "up: the folder whose stack file to read."},
             "name": {"type": "string", "description": "exec, start: a short label shown in list and the dashboard."},
             "reuse": {
                 "type": "boolean",
@@ -139,6 +147,13 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "description": "exec, start: kill the job when its caller (this agent process, or the MCP "
                 "client's server) ends; default false (jobs are durable). pin keeps it.",
             },
+            "path": {"type": "string", "description": "up, down: the stack file (hermes-procs.toml, Procfile, "
+                     "process-compose.yaml, mprocs.yaml)."},
+            "stack": {"type": "string", "description": "down, restart, list: the stack's name (up: its name, "
+                      "default the file's name or folder's name)."},
+            "job": {"type": "string", "description": "restart with stack: only this job of it."},
+            "wait_ready": {"type": "boolean", "description": "up: return once every job is ready (or one "
+                           "failed: the error says which and why)."},
             "notify_on_complete": {
                 "type": "boolean",
                 "description": "start: deliver a completion event (exit code + last output) when the "
@@ -184,7 +199,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
             },
             "timeout": {
                 "type": "number",
-                "description": "wait: seconds to wait at most (clamped to the server maximum, default 180).",
+                "description": "wait: seconds to wait at most (clamped to the server maximum, default 180). "
+                "up with wait_ready: seconds to wait for the stack (default 180).",
             },
             "until": {
                 "type": "string",
@@ -490,9 +506,12 @@ def _search(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 
 def _list(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     show_all = _get(args, "all", bool, default=False)
-    rows = reg.list(task_id=None if show_all or not task_id else task_id)
+    stack = _get(args, "stack", str)
+    rows = reg.list(task_id=None if show_all or not task_id or stack else task_id)
     if isinstance(rows, dict):  # an error dict
         return rows
+    if stack:
+        return {"processes": [r for r in rows if r.get("stack") == stack], "stacks": reg.stacks(stack)}
     return {"processes": list(rows)}
 
 
@@ -549,7 +568,25 @@ def _screen(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 
 
 def _restart(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    stack = _get(args, "stack", str)
+    if stack:
+        return _as_dict(reg.restart_stack(stack, _get(args, "job", str)))
     return _as_dict(reg.restart(_session_id(args)))
+
+
+def _up(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    path, cwd = _get(args, "path", str), _get(args, "cwd", str)
+    if path and cwd:
+        path = os.path.join(os.path.expanduser(cwd), os.path.expanduser(path))
+    return _as_dict(reg.up(path or cwd or None, _get(args, "stack", str),
+                           wait=_get(args, "wait_ready", bool, default=False), timeout=_get(args, "timeout", float)))
+
+
+def _down(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    stack, path = _get(args, "stack", str), _get(args, "path", str)
+    if not stack and not path:
+        raise _ArgError("missing required argument 'stack' (the stack's name from up or list) or 'path'")
+    return _as_dict(reg.down(stack, path))
 
 
 def _tree(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
@@ -576,7 +613,7 @@ def _signal(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 _HANDLERS: dict[str, Callable[[ProcessRegistry, dict[str, Any], str | None], dict[str, Any]]] = {
     "exec": _exec, "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
     "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
-    "restart": _restart, "tree": _tree, "signal": _signal, "pin": _pin, "unpin": _unpin,
+    "restart": _restart, "tree": _tree, "signal": _signal, "pin": _pin, "unpin": _unpin, "up": _up, "down": _down,
 }
 
 

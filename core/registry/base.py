@@ -39,6 +39,11 @@ UNSUPERVISED = ("the supervisor of {job} is gone; its process runs on unsupervis
                 "recorded and input cannot reach it; kill, signal and wait still work)")
 
 
+# `STACK/JOB` -> the id of that stack's job (IdError when there is none): set with the stack
+# calls (registry/stacking.py), so that this room never imports core/stacks/
+named_job: Callable[[Path, str], str] | None = None
+
+
 class BadInput(Exception):
     """Bad input from the caller: becomes {"status": "error", "error": message}."""
 
@@ -90,13 +95,20 @@ class RegistryBase(Registry):
         return self._home
 
     # ---- lookup ------------------------------------------------------------------------
+    def _resolve(self, session_id: object) -> str:
+        """The full id named by `session_id`: an id, a unique prefix, or `STACK/JOB` (a stack's
+        job, when core/stacks/ is plugged in: `named_job`). Raises IdError."""
+        if isinstance(session_id, str) and "/" in session_id and named_job is not None:
+            session_id = named_job(self.home, session_id.strip())
+        return resolve_id(self.jobs_dir, session_id)
+
     def _job(self, session_id: str) -> Job:
         self._reap_supervisors()
-        return load(self.jobs_dir / resolve_id(self.jobs_dir, session_id))
+        return load(self.jobs_dir / self._resolve(session_id))
 
     def job_dir(self, session_id: str) -> Path:
         """The job's folder. Raises IdError for a bad or unknown id (see docs/api.md)."""
-        return self.jobs_dir / resolve_id(self.jobs_dir, session_id)
+        return self.jobs_dir / self._resolve(session_id)
 
     def log_files(self, session_id: str) -> list[Path]:
         """The job's retained output log segments, oldest first. Raises IdError for a bad id."""

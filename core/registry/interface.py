@@ -122,6 +122,11 @@ class Registry(Protocol):
     @reads
     def log_files(self, session_id: str) -> builtins.list[Path]: ...
 
+    @reads
+    def stacks(self, name: str | None = None) -> Rows | Result:
+        """Every stack (or the one named) with its state and its jobs' (docs/stacks.md)."""
+        ...
+
     @reads  # moves only the caller's own cursor
     def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False,
                      limit: int = 1000) -> Rows | Result: ...
@@ -137,7 +142,7 @@ class Registry(Protocol):
               cols: int = 120, max_runtime: float | None = None, quiet_after: float | None = None,
               rerun_of: str | None = None, shell: builtins.list[str] | None = None,
               environ: dict[str, str] | None = None, reuse: bool = False, port: int | None = None,
-              lease: int | None = None) -> Result: ...
+              lease: int | None = None, stack: str | None = None, restarts: int = 0) -> Result: ...
 
     @changes
     def exec(self, command: str, yield_ms: float = 10_000, **spawn_options: Any) -> Result: ...
@@ -179,6 +184,18 @@ class Registry(Protocol):
 
     @changes
     def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> Result: ...
+
+    @changes
+    def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
+           timeout: float | None = None) -> Result:
+        """Bring a stack up from its file, under the stack's own supervisor (docs/stacks.md)."""
+        ...
+
+    @changes
+    def down(self, stack: str | None = None, path: str | None = None) -> Result: ...
+
+    @changes
+    def restart_stack(self, stack: str, job: str | None = None) -> Result: ...
 
     @changes  # with input=True it types into the job; a read-only view answers input=False itself
     def stream(self, session_id: str, input: bool = False, source: str = "human") -> Stream: ...

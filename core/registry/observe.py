@@ -13,7 +13,7 @@ from ..supervisor.bounds import whole
 from . import events, leases, listindex, logstore, processes, protocol
 from .base import MAX_LOG_BYTES, UNSUPERVISED, BadInput, RegistryBase, _outcome_fields, _safe
 from .jobstate import CorruptJob, Job, load
-from .paths import job_inodes, open_nofollow, resolve_id
+from .paths import job_inodes, open_nofollow
 from .screen import render as render_screen
 from .screen import source as screen_source
 from .search import Collector, search_log
@@ -68,6 +68,7 @@ class Observing(RegistryBase):
                   "output_preview": text.last_chars(tail, preview_chars), "output_bytes": start + len(tail),
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", ""),
                   "rerun_of": job.meta.get("rerun_of"), "port": job.meta.get("port"),
+                  "stack": job.meta.get("stack"), "restarts": job.meta.get("restarts", 0),
                   "lease": leases.view(job.dir, job.meta), **self._figures(job, listeners)}
         if not job.running:
             result.update(_outcome_fields(job))
@@ -178,7 +179,8 @@ class Observing(RegistryBase):
                 if done:
                     new.append(row)
             if _filed_under(row, task_id, session_key):  # index rows written before these fields:
-                rows.append({**stats.IDLE, "rerun_of": None, "port": None, "lease": None, "ports": [], **row})
+                rows.append({**stats.IDLE, "rerun_of": None, "port": None, "lease": None, "ports": [], "stack": None,
+                             "restarts": 0, **row})
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
@@ -303,7 +305,7 @@ class Observing(RegistryBase):
                 return rows
             ids = [row["session_id"] for row in rows]
         else:
-            ids = [resolve_id(self.jobs_dir, session_id)]
+            ids = [self._resolve(session_id)]
         out = Collector(limit)
         total = 0
         with regex:

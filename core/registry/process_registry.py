@@ -11,6 +11,7 @@ state, job lookup, the supervisor's socket, errors as dicts):
                      set_watch_patterns, stream, kill, pin, unpin
     consumers.py     drain_events, forget_consumer
     housekeeping.py  prune, and the automatic prune
+    stacking.py      up, down, restart_stack, stacks (core/stacks/ does the work, plugged in)
 
 Each method is declared, with its mark (reads or changes jobs), in the `Registry` interface
 (interface.py), which RemoteRegistry and HostSet (core/remote/) implement too.
@@ -26,11 +27,12 @@ from .control import Controlling
 from .housekeeping import Housekeeping
 from .observe import Observing
 from .spawn import Spawning
+from .stacking import Stacking, plug_stacks
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["ProcessRegistry", "plug_remote"]
+__all__ = ["ProcessRegistry", "plug_remote", "plug_stacks"]
 
 
 # Who answers `ProcessRegistry(host=URL)` for another machine: core/remote/ (RemoteRegistry),
@@ -44,7 +46,7 @@ def plug_remote(factory: Callable[[str, str | os.PathLike[str] | None], object])
     _remote = factory
 
 
-class ProcessRegistry(Spawning, Observing, Controlling, Consumers, Housekeeping):
+class ProcessRegistry(Spawning, Observing, Controlling, Consumers, Housekeeping, Stacking):
     """Durable background jobs under a state home; docs/api.md describes every method."""
 
     def __new__(cls, home: str | os.PathLike[str] | None = None, host: str | None = None) -> ProcessRegistry:

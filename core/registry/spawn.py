@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..supervisor import proctree, reaper, template
-from ..supervisor.bounds import seconds, terminal_size
+from ..supervisor.bounds import seconds, terminal_size, whole
 from . import leases, portguard
 from .base import BadInput, _env_float, _safe
 from .envsafe import child_env, shell_argv
@@ -40,7 +40,8 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
               cols: int = 120, max_runtime: float | None = None, quiet_after: float | None = None,
               rerun_of: str | None = None, shell: list[str] | None = None,
               environ: dict[str, str] | None = None, reuse: bool = False, port: int | None = None,
-              lease: int | None = None) -> dict[str, Any]:
+              lease: int | None = None, stack: str | None = None,
+              restarts: int = 0) -> dict[str, Any]:
         """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument;
         `quiet_after`: emit quiet events; `rerun_of`: set by restart). `shell`: the argv the command
         is appended to (default `bash -c` or $HERMES_PROCS_SHELL); `environ`: the job's whole
@@ -49,12 +50,14 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
         `reuse`: a running job of the same `name` is returned (`reused: true`) instead;
         `port`: refused when TCP port `port` is in use (portguard.py), recorded for wait(until="port");
         `lease`: the job's tree is killed when process `lease` ends (leases.py), unless pinned.
+        `stack`, `restarts`: set by a stack's supervisor (core/stacks/), shown by list and poll.
 
         Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
         self._auto_prune()  # before the new job exists: a job that ends at once is never pruned by its own spawn
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime, shell)
-        meta.update(_rerun_meta(env, quiet_after, rerun_of), **_claims(reuse, port, lease, name))
+        meta.update(_rerun_meta(env, quiet_after, rerun_of), **_claims(reuse, port, lease, name),
+                    **_stack_meta(stack, restarts))
         if not reuse and port is None:
             return self._start_job(meta, env, environ)
         with _home_lock(self.home / SPAWN_LOCK):  # no second job of the name, or on the port, meanwhile
@@ -176,7 +179,8 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
                           watch_patterns=meta.get("watch_patterns") or None, rows=meta.get("rows", 30),
                           cols=meta.get("cols", 120), max_runtime=meta.get("max_runtime"),
                           quiet_after=meta.get("quiet_after"), rerun_of=job.session_id, shell=_rerun_shell(meta),
-                          port=meta.get("port"), lease=_live_lease(meta))
+                          port=meta.get("port"), lease=_live_lease(meta), stack=meta.get("stack"),
+                          restarts=meta.get("restarts", 0) + 1 if meta.get("stack") else 0)
 
 
 def _claims(reuse: object, port: object, lease: object, name: str | None) -> dict[str, Any]:
@@ -353,6 +357,13 @@ def _rerun_meta(env: dict[str, str] | None, quiet_after: float | None, rerun_of:
     return {"env": {k: str(v) for k, v in (env or {}).items()},
             "quiet_after": None if quiet_after is None else seconds(quiet_after, "quiet_after"),
             "rerun_of": str(rerun_of) if rerun_of else None}
+
+
+def _stack_meta(stack: object, restarts: object) -> dict[str, Any]:
+    """`stack` (a name) and `restarts` (a count) of a stack's job, checked."""
+    if stack is not None and not (isinstance(stack, str) and 0 < len(stack) <= 64):
+        raise BadInput("stack must be a stack name (1-64 characters)")
+    return {"stack": stack or None, "restarts": whole(restarts, "restarts", 0)}
 
 
 def _os_error(exc: OSError) -> str:

@@ -16,7 +16,6 @@ from . import protocol, wait_until
 from .base import BadInput, RegistryBase, _env_float, _outcome_fields, _safe
 from .interface import Interrupt
 from .jobstate import Job, load
-from .paths import resolve_id
 from .watch import HomeWatch
 
 if TYPE_CHECKING:
@@ -118,7 +117,7 @@ class Waiting(RegistryBase):
             raise BadInput("session_ids must be a list of job ids")
         if not 1 <= len(session_ids) <= 10_000:
             raise BadInput(f"session_ids must name 1 to 10000 jobs, not {len(session_ids)}")
-        return list(dict.fromkeys(resolve_id(self.jobs_dir, sid) for sid in session_ids))
+        return list(dict.fromkeys(self._resolve(sid) for sid in session_ids))
 
     def _wait_socket(self, job: Job, timeout: float, interrupt: Interrupt | None,
                      check: Callable[[], dict[str, Any] | None] | None = None,

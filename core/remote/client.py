@@ -750,6 +750,20 @@ class RemoteRegistry(Registry):
     def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> Result:
         return self._result("prune", keep_days=keep_days, keep_count=keep_count)
 
+    # ---- stacks: on the host, when hermes-procs is installed there (the shipped code has none)
+    def stacks(self, name: str | None = None) -> Rows | Result:
+        return self._rows("stacks", name)
+
+    def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
+           timeout: float | None = None) -> Result:
+        return self._result("up", path, name, wait=wait, timeout=timeout)
+
+    def down(self, stack: str | None = None, path: str | None = None) -> Result:
+        return self._result("down", stack, path)
+
+    def restart_stack(self, stack: str, job: str | None = None) -> Result:
+        return self._result("restart_stack", stack, job)
+
     def stream(self, session_id: str, input: bool = False, source: str = "human") -> RemoteStream:
         """A live attach, as `ProcessRegistry.stream` (raises on failure)."""
         return self.conn.open_stream(session_id, input, source)

@@ -255,6 +255,20 @@ class HostSet(Registry):
     def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> Result:
         return self.local.prune(keep_days, keep_count)
 
+    # ---- stacks: this machine's (a stack's supervisor runs where its file is)
+    def stacks(self, name: str | None = None) -> Rows | Result:
+        return self.local.stacks(name)
+
+    def up(self, path: str | None = None, name: str | None = None, wait: bool = False,
+           timeout: float | None = None) -> Result:
+        return self.local.up(path, name, wait, timeout)
+
+    def down(self, stack: str | None = None, path: str | None = None) -> Result:
+        return self.local.down(stack, path)
+
+    def restart_stack(self, stack: str, job: str | None = None) -> Result:
+        return self.local.restart_stack(stack, job)
+
     # ---- per-job calls: to the job's host
     def poll(self, session_id: str) -> Result:
         return self.registry_for(session_id).poll(session_id)

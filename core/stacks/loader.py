@@ -1,0 +1,78 @@
+"""Finding and reading a stack file: which of the four formats, which name, and the whole
+validation before anything starts (each format's loader, then the checks every stack gets)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+
+from . import fmt_compose, fmt_mprocs, fmt_procfile, fmt_toml
+from .model import StackError, StackSpec, check_name
+
+# what `up` looks for without -f, in this order
+DEFAULT_FILES = ("hermes-procs.toml", "Procfile", "process-compose.yaml", "process-compose.yml", "mprocs.yaml")
+MAX_FILE = 1 << 20
+Loader = Callable[[str, str, bytes, str], StackSpec]
+
+
+def find_file(folder: str) -> str:
+    """The first of DEFAULT_FILES in `folder`; StackError listing them when there is none."""
+    for name in DEFAULT_FILES:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    raise StackError(f"no stack file in {folder}: looked for {', '.join(DEFAULT_FILES)} (or give -f FILE)")
+
+
+def loader_for(path: str) -> Loader:
+    """The format of a file, from its name."""
+    base = os.path.basename(path).lower()
+    if base.endswith(".toml"):
+        return fmt_toml.load
+    if base.startswith("procfile"):
+        return fmt_procfile.load
+    if "process-compose" in base and base.endswith((".yaml", ".yml")):
+        return fmt_compose.load
+    if "mprocs" in base and base.endswith((".yaml", ".yml")):
+        return fmt_mprocs.load
+    raise StackError(f"cannot tell the format of {os.path.basename(path)}: name it hermes-procs.toml (or *.toml), "
+                     "Procfile, process-compose.yaml or mprocs.yaml")
+
+
+def load_stack(path: str | None = None, name: str | None = None, cwd: str | None = None) -> StackSpec:
+    """The validated stack of `path` (None: the first stack file in `cwd`; a folder: the first
+    stack file in it), named `name` (None: the file's `name`, else its folder's name). Raises
+    StackError with one line."""
+    folder = os.path.abspath(cwd or os.getcwd())
+    path = find_file(folder) if path in (None, "") else os.path.abspath(os.path.join(folder, os.path.expanduser(path)))
+    assert path is not None
+    if os.path.isdir(path):
+        path = find_file(path)
+    load = loader_for(path)
+    label = os.path.basename(path)
+    spec = load(path, os.path.dirname(path), read_file(path, label), label)
+    spec.name = check_name(name) if name else (check_name(spec.name, f"{label}: name") if spec.name
+                                               else folder_name(spec.root))
+    return spec
+
+
+def read_file(path: str, label: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            if not os.path.isfile(path):
+                raise StackError(f"{label}: not a regular file")
+            data = fh.read(MAX_FILE + 1)
+    except FileNotFoundError:
+        raise StackError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise StackError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE:
+        raise StackError(f"{label}: larger than {MAX_FILE} bytes")
+    return data
+
+
+def folder_name(folder: str) -> str:
+    """A stack name made from a folder's name (`My App` -> `My-App`)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(os.path.normpath(folder))).strip("-._")[:64]
+    return name or "stack"

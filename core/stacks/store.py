@@ -1,0 +1,144 @@
+"""A stack's folder in the state home, and how clients and its supervisor meet there.
+
+    <home>/stacks/<name>/          0700
+      spec.json         the validated stack `up` wrote (model.StackSpec), read by the supervisor
+      state.json        written by the supervisor at every change: the stack's state, its
+                        pid and start ticks, each job's state, session id, restarts, message
+      supervisor.lock   flock held by the running supervisor for its whole life
+      start.lock        flock held by a client while it starts a supervisor (no two at once)
+      requests/         one JSON file per request (down, restart, reload), taken in name order
+      supervisor.log    the supervisor's stderr
+
+A client asks by writing a request file (atomically) and sending the supervisor SIGUSR1 (only
+to the pid recorded in state.json with its start ticks); the supervisor wakes, takes the file
+and answers through state.json. Liveness is the lock, not the pid: a supervisor holds
+supervisor.lock until it exits, so a stale state.json is never mistaken for a live one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from .core_api import ensure_private_dir, open_nofollow, read_json, send, write_json_atomic
+from .model import StackError, check_name
+
+STACKS = "stacks"
+
+
+def stacks_dir(home: Path, create: bool = False) -> Path:
+    """<home>/stacks, made (0700) only for `create`: looking at stacks leaves a home as it was."""
+    return ensure_private_dir(home / STACKS) if create else home / STACKS
+
+
+def stack_dir(home: Path, name: str, create: bool = False) -> Path:
+    """The stack's folder; StackError when it does not exist (and `create` is false)."""
+    path = stacks_dir(home, create) / check_name(name)
+    if create:
+        return ensure_private_dir(path)
+    if not path.is_dir():
+        known = list_names(home)
+        raise StackError(f"no stack named {name!r}" + (f" (stacks: {', '.join(known)})" if known else ""))
+    return path
+
+
+def list_names(home: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(stacks_dir(home)) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def read_state(folder: Path) -> dict[str, Any] | None:
+    try:
+        return read_json(folder / "state.json")
+    except (OSError, ValueError):
+        return None
+
+
+def write_state(folder: Path, state: dict[str, Any]) -> None:
+    write_json_atomic(folder / "state.json", state)
+
+
+def read_spec(folder: Path) -> dict[str, Any]:
+    try:
+        data = read_json(folder / "spec.json")
+    except (OSError, ValueError) as exc:
+        raise StackError(f"{folder.name}: spec.json cannot be read ({exc}); run up again") from None
+    if data is None:
+        raise StackError(f"{folder.name}: no spec.json; run up again")
+    return data
+
+
+class Lock:
+    """An flock on a file of the stack's folder (held until close)."""
+
+    def __init__(self, path: Path, wait: bool) -> None:
+        self.fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError:
+            os.close(self.fd)
+            raise
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> Lock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def supervisor_alive(folder: Path) -> bool:
+    """True while a supervisor holds the stack's supervisor.lock."""
+    try:
+        Lock(folder / "supervisor.lock", wait=False).close()
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def post(folder: Path, request: dict[str, Any]) -> None:
+    """Leave a request for the supervisor and wake it (SIGUSR1, identity-checked)."""
+    requests = ensure_private_dir(folder / "requests")
+    name = f"{time.time_ns():020d}-{os.getpid()}.json"
+    write_json_atomic(requests / name, request)
+    wake(folder)
+
+
+def wake(folder: Path) -> bool:
+    sup = (read_state(folder) or {}).get("supervisor") or {}
+    pid, ticks = sup.get("pid"), sup.get("start_ticks")
+    if isinstance(pid, int) and isinstance(ticks, int):
+        return send(pid, ticks, signal.SIGUSR1)
+    return False
+
+
+def take_requests(folder: Path) -> list[dict[str, Any]]:
+    """The requests waiting, oldest first, each removed as it is read (a damaged one is dropped)."""
+    try:
+        names = sorted(n for n in os.listdir(folder / "requests") if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = folder / "requests" / name
+        try:
+            data = read_json(path)
+        except (OSError, ValueError):
+            data = None
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if isinstance(data, dict):
+            found.append(data)
+    return found

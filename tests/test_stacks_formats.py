@@ -1,0 +1,173 @@
+"""The four stack file formats read into one model (core/stacks/): real files in a temporary
+folder; every bad file is one line naming the problem, every unsupported key one warning."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_procs.core.stacks.loader import DEFAULT_FILES, load_stack
+from hermes_procs.core.stacks.model import StackError
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_toml_maps_every_key(tmp_path):
+    (tmp_path / "api").mkdir()
+    write(tmp_path, ".env", "TOKEN=abc\n# a comment\nexport MODE='dev'\n")
+    spec = load_stack(write(tmp_path, "hermes-procs.toml", """
+name = "shop"
+debounce = 0.2
+[jobs.db]
+command = "db --port 5432"
+ready = { port = 5432, timeout = 7 }
+[jobs.api]
+command = "api"
+cwd = "api"
+env = { DEBUG = "1" }
+env_file = ".env"
+pty = true
+depends_on = { db = "ready" }
+ready = { http = "http://127.0.0.1:8000/health" }
+restart = "on-failure"
+max_restarts = 4
+backoff = 0.5
+watch = ["api/**/*.py"]
+stop_grace = 2
+"""))
+    assert spec.name == "shop" and spec.format == "toml" and spec.order() == ["db", "api"]
+    api = spec.jobs["api"]
+    assert api.cwd == str(tmp_path / "api") and api.pty and api.depends_on == {"db": "ready"}
+    assert api.env == {"TOKEN": "abc", "MODE": "dev", "DEBUG": "1"}
+    assert (api.restart, api.max_restarts, api.backoff, api.stop_grace) == ("on-failure", 4, 0.5, 2)
+    assert api.ready is not None and api.ready.kind == "http" and api.watch == ["api/**/*.py"]
+    assert spec.jobs["db"].ready is not None and spec.jobs["db"].ready.timeout == 7 and spec.debounce == 0.2
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ('[jobs.a\ncommand="x"\n', "hermes-procs.toml: invalid TOML"),
+    ('[jobs.a]\ncommand="x"\ncomand="y"\n', "jobs.a: unknown key 'comand' (did you mean command?)"),
+    ('[jobs.a]\ncommand=3\n', "jobs.a.command: must be a string, not 3"),
+    ('[jobs.a]\ncommand="x"\ndepends_on=["zz"]\n', "a depends on unknown job 'zz'"),
+    ('[jobs.a]\ncommand="x"\ndepends_on=["b"]\n[jobs.b]\ncommand="y"\ndepends_on=["a"]\n',
+     "dependency cycle: a -> b -> a"),
+    ('[jobs.a]\ncommand="x"\nrestart="sometimes"\n', "jobs.a.restart: must be one of no, on-failure, always"),
+    ('[jobs.a]\ncommand="x"\nready={port=99999}\n', "jobs.a.ready.port: must be a TCP port"),
+    ('[jobs.a]\ncommand="x"\nready={output="(["}\n', "is not a valid regular expression"),
+    ('[jobs.a]\ncommand="x"\ndepends_on={b="healthy"}\n[jobs.b]\ncommand="y"\n', "jobs.a.depends_on.b"),
+    ('[jobs.a]\ncommand="x"\nenv_file="missing.env"\n', "missing.env"),
+    ('name = "bad name"\n[jobs.a]\ncommand="x"\n', "name 'bad name' must be"),
+    ('[other]\n', "unknown key 'other'"),
+    ('name = "x"\n', "no [jobs.NAME] table"),
+])
+def test_a_bad_toml_file_is_one_line_naming_the_problem(tmp_path, text, error):
+    with pytest.raises(StackError) as caught:
+        load_stack(write(tmp_path, "hermes-procs.toml", text))
+    message = str(caught.value)
+    assert error in message and "\n" not in message, message
+
+
+def test_procfile(tmp_path):
+    spec = load_stack(write(tmp_path, "Procfile", "# the app\nweb: python -m http.server $PORT\n\n"
+                                                  "worker:  sleep 100  \nrelease: echo migrate\n"))
+    assert spec.format == "procfile" and list(spec.jobs) == ["web", "worker", "release"]
+    assert spec.jobs["web"].command == "python -m http.server $PORT" and spec.jobs["worker"].command == "sleep 100"
+    assert spec.name == tmp_path.name
+
+
+def test_a_bad_procfile_line_is_named(tmp_path):
+    with pytest.raises(StackError, match="Procfile line 2: expected NAME: COMMAND"):
+        load_stack(write(tmp_path, "Procfile", "web: ok\nthis is not a process line\n"))
+
+
+def test_process_compose(tmp_path):
+    (tmp_path / "sub").mkdir()
+    spec = load_stack(write(tmp_path, "process-compose.yaml", """
+version: "0.5"
+log_location: /tmp/pc.log
+processes:
+  db:
+    command: python3 -m http.server 9
+    working_dir: sub
+    environment: ["A=1", "B=two=2"]
+    readiness_probe:
+      http_get: {host: 127.0.0.1, port: 9, path: /health}
+      timeout_seconds: 3
+  migrate:
+    command: echo migrated
+    depends_on:
+      db: {condition: process_healthy}
+  api:
+    command: sleep 100
+    depends_on:
+      migrate: {condition: process_completed_successfully}
+      db: {condition: process_started}
+    readiness_probe:
+      exec: {command: "true"}
+    availability: {restart: on_failure, backoff_seconds: 2, max_restarts: 3}
+    shutdown: {signal: 15}
+  off:
+    command: sleep 5
+    disabled: true
+"""))
+    assert spec.format == "process-compose" and list(spec.jobs) == ["db", "migrate", "api", "off"]
+    db, api = spec.jobs["db"], spec.jobs["api"]
+    assert db.cwd == str(tmp_path / "sub") and db.env == {"A": "1", "B": "two=2"}
+    assert db.ready is not None and (db.ready.kind, db.ready.target) == ("http", "http://127.0.0.1:9/health")
+    assert spec.jobs["migrate"].depends_on == {"db": "ready"}
+    assert api.depends_on == {"migrate": "completed_successfully", "db": "started"}
+    assert (api.restart, api.backoff, api.max_restarts) == ("on-failure", 2, 3)
+    assert api.ready is not None and api.ready.kind == "exec"
+    assert spec.jobs["off"].autostart is False  # `off` is a name (YAML 1.2), not a boolean
+    assert "process-compose.yaml: log_location: not supported, ignored" in spec.warnings
+    assert "process-compose.yaml: processes.api.shutdown.signal: not supported, ignored" in spec.warnings
+
+
+def test_mprocs(tmp_path):
+    (tmp_path / "sub").mkdir()
+    spec = load_stack(write(tmp_path, "mprocs.yaml", """
+procs:
+  a:
+    shell: "echo hi; sleep 100"
+  b:
+    cmd: ["sleep", "100 200"]
+    cwd: sub
+    env: {X: "1"}
+    autostart: false
+  no:
+    shell: "sleep 50"
+    stop: SIGKILL
+"""))
+    assert spec.format == "mprocs" and list(spec.jobs) == ["a", "b", "no"]
+    assert spec.jobs["b"].command == "sleep '100 200'" and spec.jobs["b"].env == {"X": "1"}
+    assert spec.jobs["b"].autostart is False and spec.jobs["b"].cwd == str(tmp_path / "sub")
+    assert spec.warnings == ["mprocs.yaml: procs.no.stop: not supported, ignored"]
+
+
+@pytest.mark.parametrize(("name", "text", "error"), [
+    ("process-compose.yaml", "processes: [1, 2\n", "invalid YAML"),
+    ("process-compose.yaml", "processes:\n  a: {}\n", "processes.a"),
+    ("process-compose.yaml", "processes:\n  a: {command: x, depends_on: {b: {condition: process_started}}}\n",
+     "a depends on unknown job 'b'"),
+    ("mprocs.yaml", "procs:\n  a: {shell: 1}\n", "procs.a.shell"),
+    ("mprocs.yaml", "- just a list\n", "mprocs.yaml"),
+])
+def test_a_bad_yaml_file_is_one_line(tmp_path, name, text, error):
+    with pytest.raises(StackError) as caught:
+        load_stack(write(tmp_path, name, text))
+    assert error in str(caught.value) and "\n" not in str(caught.value), caught.value
+
+
+def test_without_a_file_the_first_known_one_is_read(tmp_path):
+    write(tmp_path, "mprocs.yaml", "procs:\n  m: {shell: 'true'}\n")
+    write(tmp_path, "Procfile", "p: true\n")
+    assert DEFAULT_FILES.index("Procfile") < DEFAULT_FILES.index("mprocs.yaml")
+    assert list(load_stack(cwd=str(tmp_path)).jobs) == ["p"]
+    assert list(load_stack(str(tmp_path)).jobs) == ["p"]  # a folder: its stack file
+    (tmp_path / "Procfile").unlink()
+    (tmp_path / "mprocs.yaml").unlink()
+    with pytest.raises(StackError, match="no stack file in"):
+        load_stack(cwd=str(tmp_path))

@@ -1,0 +1,374 @@
+"""Stacks with real processes, ports and files (core/stacks/): dependency order with each kind of
+probe, a probe that times out, restart policies with their backoff, file watching, `down` in
+reverse order, the supervisor working with no client, and bad files that start nothing."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from conftest import wait_until
+from stacks_helpers import PY, down_all, free_port, jobs_of, stack_file, state_of
+
+
+@pytest.fixture
+def stacks(registry):
+    yield registry
+    down_all(registry)
+
+
+def test_jobs_start_in_dependency_order_once_ready(stacks, tmp_path):
+    port, http = free_port(), free_port()
+    path = stack_file(tmp_path / "shop", f"""
+        [jobs.api]
+        command = "{{py}} needs_port.py {port}"
+        depends_on = {{ db = "ready", migrate = "completed_successfully" }}
+        ready = {{ output = "connected" }}
+        [jobs.db]
+        command = "{{py}} listener.py {port} 0.7"
+        ready = {{ port = {port}, timeout = 20 }}
+        [jobs.migrate]
+        command = "echo migrated"
+        depends_on = ["db"]
+        [jobs.web]
+        command = "{{py}} -m http.server {http} --bind 127.0.0.1"
+        depends_on = {{ api = "ready" }}
+        ready = {{ http = "http://127.0.0.1:{http}/", timeout = 20 }}
+        [jobs.check]
+        command = "sleep 300"
+        depends_on = {{ web = "started" }}
+        ready = {{ exec = "{{py}} -c 'import socket; socket.create_connection((\\"127.0.0.1\\", {http}))'" }}
+        """)
+    result = stacks.up(path, wait=True, timeout=60)
+    assert result["status"] == "ok" and result["state"] == "up", result
+    jobs = jobs_of(stacks, "shop")
+    assert {n: j["state"] for n, j in jobs.items()} == {"api": "ready", "db": "ready", "migrate": "exited",
+                                                        "web": "ready", "check": "ready"}
+    rows = {r["name"]: r for r in stacks.list() if r.get("stack") == "shop"}
+    assert set(rows) == set(jobs) and all(r["restarts"] == 0 for r in rows.values())
+    assert rows["api"]["session_id"] == jobs["api"]["session_id"] and rows["api"]["status"] == "running"
+    assert stacks.poll(jobs["api"]["session_id"])["stack"] == "shop"
+    started = {n: r["started_at"] for n, r in rows.items()}
+    assert started["db"] <= started["migrate"] <= started["api"] <= started["web"] <= started["check"]
+    assert "connected" in stacks.read_log(jobs["api"]["session_id"])["output"]
+
+
+def test_a_probe_that_times_out_blocks_its_dependents_and_says_which(stacks, tmp_path):
+    port = free_port()
+    path = stack_file(tmp_path / "slow", f"""
+        [jobs.db]
+        command = "sleep 300"
+        ready = {{ port = {port}, timeout = 1, interval = 0.1 }}
+        [jobs.api]
+        command = "sleep 300"
+        depends_on = {{ db = "ready" }}
+        """)
+    result = stacks.up(path, wait=True, timeout=30)
+    assert result["status"] == "error" and "db" in result["error"], result
+    jobs = jobs_of(stacks, "slow")
+    assert jobs["db"]["state"] == "unready" and f"port {port}" in jobs["db"]["message"], jobs
+    assert "not ready after 1s" in jobs["db"]["message"]
+    assert jobs["api"]["state"] == "blocked" and jobs["api"]["session_id"] is None, jobs
+    assert "db" in jobs["api"]["message"] and f"port {port}" in jobs["api"]["message"], jobs
+    assert state_of(stacks, "slow") == "degraded"
+
+
+def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_path):
+    path = stack_file(tmp_path / "crash", """
+        [jobs.crashy]
+        command = "{py} -c 'import time; print(\\"at\\", time.time())'; exit 3"
+        restart = "on-failure"
+        max_restarts = 3
+        backoff = 0.3
+        [jobs.fine]
+        command = "exit 0"
+        restart = "on-failure"
+        """)
+    stacks.up(path)
+    wait_until(lambda: jobs_of(stacks, "crash")["crashy"]["state"] == "failed", timeout=30, interval=0.1)
+    jobs = jobs_of(stacks, "crash")
+    assert jobs["crashy"]["restarts"] == 3 and "gave up after 3 restarts" in jobs["crashy"]["message"], jobs
+    assert jobs["fine"]["state"] == "exited" and jobs["fine"]["restarts"] == 0, jobs
+    rows = sorted((r for r in stacks.list() if r.get("stack") == "crash" and r["name"] == "crashy"),
+                  key=lambda r: r["restarts"])
+    assert [r["restarts"] for r in rows] == [0, 1, 2, 3] and all(r["exit_code"] == 3 for r in rows)
+    starts = [float(stacks.read_log(r["session_id"])["output"].split()[-1]) for r in rows]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert gaps[0] >= 0.25 and gaps[1] >= 0.55 and gaps[2] >= 1.1, gaps  # 0.3, 0.6, 1.2 s
+
+
+def test_always_restarts_a_job_that_crashed_but_not_one_someone_killed(stacks, tmp_path):
+    path = stack_file(tmp_path / "keep", """
+        [jobs.server]
+        command = "sleep 300"
+        restart = "always"
+        backoff = 0.1
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    first = jobs_of(stacks, "keep")["server"]["session_id"]
+    os.kill(stacks.poll(first)["pid"], signal.SIGKILL)  # a crash: not the registry's kill
+    wait_until(lambda: jobs_of(stacks, "keep")["server"]["session_id"] not in (first, None)
+               and jobs_of(stacks, "keep")["server"]["state"] == "ready", timeout=20, interval=0.1)
+    job = jobs_of(stacks, "keep")["server"]
+    assert job["restarts"] == 1 and stacks.poll(job["session_id"])["restarts"] == 1
+    assert job["message"] == "restarted (killed by signal 9)", job
+    stacks.kill(job["session_id"], grace=0.2)  # someone's kill: stopped, not restarted
+    wait_until(lambda: jobs_of(stacks, "keep")["server"]["state"] == "stopped", timeout=20, interval=0.1)
+    time.sleep(0.5)
+    assert jobs_of(stacks, "keep")["server"]["session_id"] == job["session_id"]
+    again = stacks.restart_stack("keep", "server")
+    assert again["status"] == "ok", again
+    wait_until(lambda: jobs_of(stacks, "keep")["server"]["state"] == "ready", timeout=20, interval=0.1)
+    assert jobs_of(stacks, "keep")["server"]["session_id"] != job["session_id"]
+
+
+def test_editing_a_watched_file_restarts_its_job(stacks, tmp_path):
+    folder = tmp_path / "watched"
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "app.py").write_text("print('v1', flush=True)\n")
+    path = stack_file(folder, """
+        debounce = 0.2
+        watch_interval = 0.2
+        [jobs.app]
+        command = "{py} src/app.py; sleep 300"
+        watch = ["src/**/*.py"]
+        [jobs.other]
+        command = "sleep 300"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = jobs_of(stacks, "watched")
+    (folder / "src" / "notes.txt").write_text("not watched")
+    (folder / "src" / "app.py").write_text("print('v2', flush=True)\n")
+    wait_until(lambda: jobs_of(stacks, "watched")["app"]["session_id"] != before["app"]["session_id"]
+               and jobs_of(stacks, "watched")["app"]["state"] == "ready", timeout=20, interval=0.1)
+    after = jobs_of(stacks, "watched")
+    assert after["app"]["restarts"] == 1 and "app.py changed" in after["app"]["message"], after
+    assert after["other"]["session_id"] == before["other"]["session_id"]  # only the watching job
+    wait_until(lambda: "v2" in stacks.read_log(after["app"]["session_id"])["output"])
+    old = stacks.poll(before["app"]["session_id"])
+    assert old["status"] != "running" and "v1" in stacks.read_log(before["app"]["session_id"])["output"]
+
+
+def test_down_stops_dependents_first(stacks, tmp_path):
+    order = tmp_path / "order.txt"
+    record = "trap 'echo {name} >> %s; exit 0' TERM; while true; do sleep 0.05; done" % order
+    path = stack_file(tmp_path / "layers", f"""
+        [jobs.db]
+        command = "{record.format(name='db')}"
+        [jobs.api]
+        command = "{record.format(name='api')}"
+        depends_on = ["db"]
+        [jobs.web]
+        command = "{record.format(name='web')}"
+        depends_on = ["api"]
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    sessions = {n: j["session_id"] for n, j in jobs_of(stacks, "layers").items()}
+    result = stacks.down("layers")
+    assert result["status"] == "down" and result["state"] == "down", result
+    assert order.read_text().split() == ["web", "api", "db"]
+    assert all(stacks.poll(s)["status"] != "running" for s in sessions.values())
+    assert {j["state"] for j in jobs_of(stacks, "layers").values()} == {"stopped"}
+    assert not stacks.stacks("layers")[0]["supervised"]
+
+
+def test_the_stack_runs_on_with_every_client_gone(registry, tmp_path, home):
+    """`hermes-procs up` exits at once; the stack's supervisor brings the dependency up, starts
+    its dependent when it is ready and restarts a crash, with no client running."""
+    port = free_port()
+    folder = tmp_path / "alone"
+    stack_file(folder, f"""
+        [jobs.db]
+        command = "{{py}} listener.py {port} 1.0"
+        ready = {{ port = {port}, timeout = 20 }}
+        [jobs.api]
+        command = "{{py}} needs_port.py {port}"
+        depends_on = {{ db = "ready" }}
+        restart = "on-failure"
+        backoff = 0.1
+        """)
+    cli = [PY, "-m", "hermes_procs", "--home", str(home), "up"]
+    done = subprocess.run(cli, cwd=folder, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "stack alone:" in done.stdout, done.stdout + done.stderr
+    try:
+        wait_until(lambda: jobs_of(registry, "alone")["api"]["state"] == "ready", timeout=30, interval=0.1)
+        api = jobs_of(registry, "alone")["api"]["session_id"]
+        os.kill(registry.poll(api)["pid"], signal.SIGTERM)
+        wait_until(lambda: jobs_of(registry, "alone")["api"]["restarts"] == 1
+                   and jobs_of(registry, "alone")["api"]["state"] == "ready", timeout=30, interval=0.1)
+    finally:
+        down_all(registry)
+
+
+def test_a_bad_file_starts_nothing(registry, tmp_path, home):
+    path = stack_file(tmp_path / "bad", """
+        [jobs.a]
+        command = "sleep 300"
+        [jobs.b]
+        command = "sleep 300"
+        depends_on = ["c"]
+        """)
+    result = registry.up(path)
+    assert result == {"status": "error", "error": "hermes-procs.toml: b depends on unknown job 'c'"}
+    assert registry.list() == [] and registry.stacks() == []
+    assert not (home / "stacks").exists()  # looking at stacks (the dashboard does, every second) makes nothing
+
+
+def test_a_stack_up_twice_is_already_up_and_a_second_file_of_the_same_name_is_refused(stacks, tmp_path):
+    path = stack_file(tmp_path / "one" / "x", '[jobs.a]\ncommand = "sleep 300"\n')
+    other = stack_file(tmp_path / "two" / "x", '[jobs.a]\ncommand = "sleep 300"\n')
+    assert stacks.up(path, wait=True)["state"] == "up"
+    again = stacks.up(path)
+    assert again["status"] == "already_up" and len([r for r in stacks.list() if r.get("stack") == "x"]) == 1
+    refused = stacks.up(other)
+    assert refused["status"] == "error" and "already up from" in refused["error"], refused
+
+
+@pytest.mark.parametrize("kind", ["Procfile", "process-compose.yaml", "mprocs.yaml"])
+def test_every_format_comes_up_and_goes_down(stacks, tmp_path, kind):
+    port = free_port()
+    texts = {
+        "Procfile": f"db: {PY} listener.py {port} 0\nworker: sleep 300\n",
+        "process-compose.yaml": f"""
+processes:
+  db:
+    command: {PY} listener.py {port} 0.3
+    readiness_probe:
+      exec: {{command: "{PY} -c 'import socket; socket.create_connection((\\"127.0.0.1\\", {port}))'"}}
+      period_seconds: 0.2
+      failure_threshold: 100
+  off:
+    command: {PY} needs_port.py {port}
+    depends_on:
+      db: {{condition: process_healthy}}
+""",
+        "mprocs.yaml": f"procs:\n  db:\n    cmd: [{PY}, listener.py, '{port}', '0']\n  manual:\n"
+                       "    shell: sleep 300\n    autostart: false\n",
+    }
+    path = stack_file(tmp_path / "fmt", texts[kind], name=kind)
+    result = stacks.up(path, wait=True, timeout=60)
+    assert result["status"] == "ok" and result["state"] == "up", result
+    jobs = jobs_of(stacks, "fmt")
+    assert jobs["db"]["state"] == "ready", jobs
+    if kind == "mprocs.yaml":
+        assert jobs["manual"]["state"] == "off" and jobs["manual"]["session_id"] is None
+    if kind == "process-compose.yaml":
+        assert jobs["off"]["state"] == "ready"
+    assert stacks.down("fmt")["state"] == "down"
+    assert not any(r["status"] == "running" for r in stacks.list())
+
+
+def test_a_new_supervisor_takes_over_the_running_jobs_when_the_old_one_died(stacks, tmp_path):
+    path = stack_file(tmp_path / "orphan", """
+        [jobs.db]
+        command = "sleep 300"
+        [jobs.api]
+        command = "sleep 300"
+        depends_on = ["db"]
+        restart = "always"
+        backoff = 0.1
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = stacks.stacks("orphan")[0]
+    os.kill(before["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks("orphan")[0]["supervised"], timeout=10)
+    orphaned = stacks.stacks("orphan")[0]
+    assert orphaned["state"] == "degraded" and "restart orphan takes over" in orphaned["note"], orphaned
+    sessions = {j["name"]: j["session_id"] for j in before["jobs"]}
+    assert all(stacks.poll(s)["status"] == "running" for s in sessions.values())  # the jobs run on
+    assert stacks.restart_stack("orphan")["status"] == "ok"
+    after = stacks.stacks("orphan")[0]
+    assert after["supervised"] and after["pid"] != before["pid"]
+    assert {j["name"]: j["session_id"] for j in after["jobs"]} == sessions  # taken over, not restarted
+    os.kill(stacks.poll(sessions["api"])["pid"], signal.SIGKILL)  # and its policies work again
+    wait_until(lambda: jobs_of(stacks, "orphan")["api"]["restarts"] == 1
+               and jobs_of(stacks, "orphan")["api"]["state"] == "ready", timeout=20, interval=0.1)
+
+
+def test_a_rerun_by_id_of_a_stack_job_becomes_its_run(stacks, tmp_path):
+    """`hermes-procs restart ID` (the dashboard's `r`) on a stack's job: the stack adopts the new job."""
+    path = stack_file(tmp_path / "rerun", """
+        [jobs.app]
+        command = "sleep 300"
+        restart = "always"
+        backoff = 0.1
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    first = jobs_of(stacks, "rerun")["app"]["session_id"]
+    again = stacks.restart(first)
+    assert again["status"] == "running", again
+    wait_until(lambda: jobs_of(stacks, "rerun")["app"]["session_id"] == again["session_id"], timeout=20,
+               interval=0.1)
+    job = jobs_of(stacks, "rerun")["app"]
+    assert job["state"] == "ready" and job["restarts"] == 1, job
+    assert stacks.poll(again["session_id"])["stack"] == "rerun" and stacks.poll(again["session_id"])["restarts"] == 1
+    time.sleep(0.5)  # and the stack did not start a second one of its own
+    assert [r["session_id"] for r in stacks.list() if r.get("stack") == "rerun" and r["status"] == "running"] \
+        == [again["session_id"]]
+
+
+def test_up_again_after_editing_the_file_applies_it(stacks, tmp_path):
+    """A new job starts, a changed one restarts, a removed one stops; the others run on."""
+    path = stack_file(tmp_path / "edit", """
+        [jobs.db]
+        command = "sleep 300"
+        [jobs.api]
+        command = "sleep 300"
+        depends_on = ["db"]
+        [jobs.old]
+        command = "sleep 300"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = {n: j["session_id"] for n, j in jobs_of(stacks, "edit").items()}
+    assert stacks.up(path)["status"] == "already_up"  # the same file: nothing to do
+    stack_file(tmp_path / "edit", """
+        [jobs.db]
+        command = "sleep 300"
+        [jobs.api]
+        command = "sleep 301"
+        depends_on = ["db"]
+        [jobs.new]
+        command = "sleep 300"
+        depends_on = ["api"]
+        """)
+    result = stacks.up(path, wait=True, timeout=30)
+    assert result["status"] == "ok" and result["state"] == "up", result
+    assert result["reloaded"] == {"started": ["new"], "restarted": ["api"], "stopped": ["old"]}, result
+    after = jobs_of(stacks, "edit")
+    assert set(after) == {"db", "api", "new"} and after["db"]["session_id"] == before["db"]
+    assert after["api"]["session_id"] != before["api"] and after["api"]["restarts"] == 1
+    assert stacks.poll(after["api"]["session_id"])["command"] == "sleep 301"
+    assert stacks.poll(before["old"])["status"] != "running"
+    assert after["new"]["state"] == "ready"
+
+
+def test_a_port_held_by_another_process_fails_the_job_instead_of_making_it_ready(stacks, tmp_path):
+    """The port probe alone would pass at once on someone else's listener; the job is started
+    with spawn's port guard instead, which names the holder."""
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        path = stack_file(tmp_path / "taken", f"""
+            [jobs.db]
+            command = "{{py}} listener.py {port} 0"
+            ready = {{ port = {port}, timeout = 10 }}
+            [jobs.api]
+            command = "sleep 300"
+            depends_on = ["db"]
+            """)
+        result = stacks.up(path, wait=True, timeout=30)
+        assert result["status"] == "error", result
+        jobs = jobs_of(stacks, "taken")
+        assert jobs["db"]["state"] == "failed", jobs
+        assert f"port {port} is in use by pid {os.getpid()}" in jobs["db"]["message"], jobs
+        assert jobs["api"]["state"] == "blocked" and jobs["api"]["session_id"] is None, jobs
+    finally:
+        holder.close()
