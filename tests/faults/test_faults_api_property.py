@@ -309,10 +309,12 @@ def _cli_argv(data, running: list[str], done: str) -> list[str]:
     return [command, target, *tokens]
 
 
-def test_every_cli_command_answers_in_one_line(jobs, capsys):
+def test_every_cli_command_answers_in_one_line(jobs, capsys, monkeypatch, tmp_path):
     """The CLI, in process (cli/main.py's `_run`): junk arguments end in exit status 1 or 2 with
     one line on stderr, never a traceback or an "internal error"."""
     from cli.main import _run
+
+    monkeypatch.chdir(tmp_path)  # junk such as a second `--home --cwd` makes homes where it runs
 
     reg, running, done = jobs
 
