@@ -84,6 +84,7 @@ def test_bad_input_on_the_command_line_is_one_line_and_starts_nothing(registry, 
         (("up", "-f", bad), "hermes-procs.toml: jobs.a.restart: must be one of no, on-failure, always"),
         (("up",), "no stack file in"),
         (("up", "-f", str(tmp_path / "nope.toml")), "no such file"),
+        (("up", "-f", str(tmp_path / "nope")), f"no such file: {tmp_path / 'nope'}"),  # not 'cannot tell the format'
         (("down", "ghost"), "ghost"),
         (("restart", "ghost", "api"), "ghost"),
     ]:

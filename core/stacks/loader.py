@@ -49,6 +49,8 @@ def load_stack(path: str | None = None, name: str | None = None, cwd: str | None
     assert path is not None
     if os.path.isdir(path):
         path = find_file(path)
+    elif not os.path.lexists(path):
+        raise StackError(f"no such file: {path}")
     load = loader_for(path)
     label = os.path.basename(path)
     spec = load(path, os.path.dirname(path), read_file(path, label), label)
