@@ -80,7 +80,8 @@ def submit_cmd(
 def close_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Close a job's stdin (EOF; Ctrl-D for a PTY job)."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).close_stdin(session_id), as_json, errors=("already_exited",))
+    emit(registry(home).close_stdin(session_id), as_json, lambda r: f"closed the stdin of {r['session_id']}",
+         errors=("already_exited",))
 
 
 @app.command("attach")
