@@ -82,7 +82,21 @@ def run_cmd(
     reg = registry(home)
     result = reg.spawn(_join_command(command), pty=pty, **kwargs)
     host_warning(reg)
-    emit(result, as_json, lambda r: str(r["session_id"]))
+    emit(_flag_names(result), as_json, lambda r: str(r["session_id"]))
+
+
+# the API's keywords that `run` takes under another name, as its errors begin with them
+_RUN_FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
+              "rows": "--rows", "cols": "--cols"}
+
+
+def _flag_names(result: dict[str, Any]) -> dict[str, Any]:
+    """A spawn error that starts with an API keyword, said with the flag the user typed."""
+    error = result.get("error") if result.get("status") == "error" else None
+    word = error.split(" ", 1)[0] if isinstance(error, str) else ""
+    if word in _RUN_FLAGS:
+        return {**result, "error": _RUN_FLAGS[word] + str(error)[len(word):]}
+    return result
 
 
 @app.command("list", hidden=True)  # what pm2 and most people type
