@@ -164,6 +164,9 @@ def log_cmd(
 ) -> None:
     """Print a job's output (ANSI stripped).  --follow streams it until the job exits."""
     home, as_json = opts(ctx, home, as_json)
+    if raw and not follow:
+        raise CliError("--raw goes with --follow: `log ID --follow --raw` writes the job's bytes "
+                       "(and returns at once for a job that has ended)")
     reg = registry(home)
     if follow:
         if since is not None:

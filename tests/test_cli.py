@@ -226,6 +226,8 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("log", "abcd", "--limit", "many"), "--limit")
     one_error_line(cli("log", "proc_000000000000", "--follow"), "No process with ID")
     one_error_line(cli("log", "../x", "-f"))
+    # --raw is a way of following: alone it would print stripped text while promising bytes
+    one_error_line(cli("log", "abcd", "--raw"), "--raw", "--follow")
     one_error_line(cli("run"), "needs a command")
     one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
     # the error names the flag that was typed, not the API's keyword (max_runtime, quiet_after)
