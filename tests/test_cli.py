@@ -376,3 +376,36 @@ def test_log_follow_loses_nothing_when_the_reader_falls_behind(cli, home):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert out == b"".join(b"%d\n" % i for i in range(1, n + 1))
+
+
+def _ls_on_a_terminal(home, columns: int) -> list[str]:
+    """`ls` with its stdout on a real PTY of `columns` columns: the lines it printed, colours removed."""
+    master, slave = os.openpty()
+    try:
+        env = dict(os.environ, HERMES_PROCS_HOME=str(home), COLUMNS=str(columns))
+        subprocess.run([sys.executable, "-m", "hermes_procs", "ls"], stdout=slave, env=env, timeout=30, check=True)
+        os.close(slave)
+        data = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the writer is gone and everything was read
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(master)
+    return [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in data.decode().splitlines()]
+
+
+def test_ls_on_a_narrow_terminal_never_wraps_a_row(cli, home):
+    sid = start(cli, "--name", "a-long-name", "--", "sleep 0.1; echo " + "word " * 30)
+    cli("wait", sid, check=0)
+    for columns in (60, 80):
+        lines = _ls_on_a_terminal(home, columns)
+        assert len(lines) == 2 and lines[1].startswith(sid), lines
+        assert max(len(line) for line in lines) <= columns, lines
+        assert lines[1].endswith("\u2026"), lines  # COMMAND is cut, with an ellipsis
+        # too narrow for a useful COMMAND: STARTED goes first, as in the dashboard
+        assert ("STARTED" in lines[0]) == (columns == 80), lines
