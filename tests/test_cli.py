@@ -231,9 +231,8 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("run"), "needs a command")
     one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
     # the error names the flag that was typed, not the API's keyword (max_runtime, quiet_after)
-    assert one_error_line(cli("run", "--max-runtime", "-1", "--", "true")).startswith("hermes-procs: error: --max-runtime ")
-    assert one_error_line(cli("run", "--quiet-after", "0", "--", "true")).startswith("hermes-procs: error: --quiet-after ")
-    assert one_error_line(cli("run", "--watch", "", "--", "true")).startswith("hermes-procs: error: --watch ")
+    for flag, value in (("--max-runtime", "-1"), ("--quiet-after", "0"), ("--watch", "")):
+        assert one_error_line(cli("run", flag, value, "--", "true")).startswith(f"hermes-procs: error: {flag} ")
     one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
