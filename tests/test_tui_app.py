@@ -176,6 +176,24 @@ async def test_log_search_next_and_previous(registry):
         assert "needle 200" in screen_text(app)
 
 
+async def test_find_while_following_the_tail_finds_the_latest_match_above(registry):
+    # following a live log, everything is above: a find that searched down from the view said
+    # "no more matches" for a word printed a screen earlier
+    sid = spawn(registry, "for i in $(seq 1 330); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; "
+                          "else echo hay $i; fi; done; sleep 30")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: "hay 330" in screen_text(app) and pane.follow, what="following the tail")
+        assert "needle 300" not in screen_text(app)
+        await pilot.press("ctrl+f")
+        await pilot.press(*"needle", "enter")
+        await until(pilot, lambda: pane.match_line == 299, what="the latest match (line 300)")
+        await pilot.press("up")
+        await until(pilot, lambda: pane.match_line == 199, what="the one before")
+
+
 async def test_big_log_opens_at_once(registry, tmp_path, monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(1 << 30))
     big = tmp_path / "big.txt"
