@@ -408,3 +408,22 @@ def test_ls_on_a_narrow_terminal_never_wraps_a_row(cli, home):
         assert lines[1].endswith("\u2026"), lines  # COMMAND is cut, with an ellipsis
         # too narrow for a useful COMMAND: STARTED goes first, as in the dashboard
         assert ("STARTED" in lines[0]) == (columns == 80), lines
+
+
+def test_an_unusable_home_is_the_same_one_line_for_the_dashboard_and_web(tmp_path):
+    # `ls` said "cannot open state home"; the dashboard said "internal error: HomeError" and
+    # `web` served a page whose every dashboard then failed
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    master, slave = os.openpty()
+    try:
+        for args in (["tui"], ["web", "--port", "0"], ["ls"]):
+            r = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(shared), *args], stdin=slave,
+                               stdout=slave, stderr=subprocess.PIPE, text=True, timeout=30)
+            assert r.returncode == 1, (args, r.stderr)
+            assert r.stderr == f"hermes-procs: error: cannot open state home {shared}: {shared} is writable by " \
+                               "group or others (mode 0777); use a private directory (chmod go-w) or a new path\n"
+    finally:
+        os.close(slave)
+        os.close(master)
