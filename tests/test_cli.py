@@ -418,7 +418,7 @@ def test_an_unusable_home_is_the_same_one_line_for_the_dashboard_and_web(tmp_pat
     shared.chmod(0o777)
     master, slave = os.openpty()
     try:
-        for args in (["tui"], ["web", "--port", "0"], ["ls"]):
+        for args in (["tui"], ["web", "--port", "0"], ["mcp"], ["ls"]):
             r = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(shared), *args], stdin=slave,
                                stdout=slave, stderr=subprocess.PIPE, text=True, timeout=30)
             assert r.returncode == 1, (args, r.stderr)
