@@ -1,5 +1,6 @@
 """Cost of the live figures in poll/list (awaiting_input, quiet_seconds, cpu_percent, rss_bytes,
-process_count: core/supervisor/stats.py), for 1 running job (poll) and 100 running jobs (list).
+process_count, ports: core/supervisor/stats.py), for 1 running job (poll), a job listening on a
+port (poll) and 100 running jobs (list).
 
 Each job is `sleep 600`. Baseline: the same call on a registry whose figures are switched off
 (they return the idle constants), so the difference is what the /proc reads cost.
@@ -30,6 +31,16 @@ def _spawn(reg: ProcessRegistry) -> str:
     return job["session_id"]
 
 
+def _serve(reg: ProcessRegistry) -> str:
+    """A job listening on a TCP port (its `ports` ask the kernel for the listening sockets)."""
+    job = reg.spawn("exec python3 -c 'import socket, time; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+                    "s.listen(); print(\"up\", flush=True); time.sleep(600)'")
+    got = reg.wait(job["session_id"], timeout=10, until="output:up")
+    if got.get("reason") != "matched" or not reg.poll(job["session_id"])["ports"]:
+        raise RuntimeError(f"the server did not listen: {got}")
+    return job["session_id"]
+
+
 def run(cfg: Config) -> list[Row]:
     with temp_home() as home:
         reg = ProcessRegistry(home=home)
@@ -38,6 +49,10 @@ def run(cfg: Config) -> list[Row]:
         one = _spawn(reg)
         p, pb = interleave(cfg.runs, lambda: _per_call(lambda: reg.poll(one), 50),
                            lambda: _per_call(lambda: plain.poll(one), 50))
+        server = _serve(reg)
+        s, sb = interleave(cfg.runs, lambda: _per_call(lambda: reg.poll(server), 50),
+                           lambda: _per_call(lambda: plain.poll(server), 50))
+        reg.kill(server, grace=0.2)
         for _ in range(99):
             _spawn(reg)
         if sum(1 for j in reg.list() if j["status"] == "running") != 100:
@@ -46,6 +61,8 @@ def run(cfg: Config) -> list[Row]:
     return [
         Row("poll() of 1 running job, with the live figures", "ms", p, "poll() without them", pb, "< 5 ms",
             statistics.median(p) < 5),
+        Row("poll() of a job listening on a port, with the live figures and its ports", "ms", s, "poll() without them",
+            sb, "< 5 ms", statistics.median(s) < 5, note="listening sockets from netlink sock_diag"),
         Row("list() of 100 running jobs, with the live figures", "ms", lst, "list() without them", lb, "< 100 ms",
             statistics.median(lst) < 100, note="one /proc tree walk per job; CPU % from tick deltas"),
     ]

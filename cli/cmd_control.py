@@ -1,4 +1,5 @@
-"""Commands that wait for, stop or signal a job (`wait`, `kill`, `signal`) and `tree`: its processes."""
+"""Commands that wait for, stop or signal a job (`wait`, `kill`, `signal`), keep a leased one (`pin`,
+`unpin`), and `tree`: its processes."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def wait_cmd(
         typer.Option("--exit-code", help="Exit with the job's own exit status (128+N when killed by signal N)."),
     ] = False,
     until: Annotated[
-        str, typer.Option("--until", metavar="WHAT", help="exit, input, quiet:SECONDS, output:REGEX or port:N."),
+        str, typer.Option("--until", metavar="WHAT",
+                          help="exit, input, quiet:SECONDS, output:REGEX, port:N or port (the job's --port)."),
     ] = "exit",
     home: HomeOpt = None,
     as_json: JsonOpt = False,
@@ -141,6 +143,27 @@ def signal_cmd(
              lambda r: f"sent {name} to process {pid} of {r['session_id']}")
 
 
+def _lease_text(result: dict[str, Any]) -> str:
+    lease = result.get("lease") or {}
+    if lease.get("pinned"):
+        return f"pinned {result['session_id']}: it stays when its owner (pid {lease.get('pid')}) ends"
+    return f"unpinned {result['session_id']}: it ends with its owner (pid {lease.get('pid')})"
+
+
+@app.command("pin")
+def pin_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Keep a leased job (run --lease, an agent's ephemeral job) running when its owner ends."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).pin(session_id), as_json, _lease_text, errors=("already_exited",))
+
+
+@app.command("unpin")
+def unpin_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """Undo `pin`: the job ends with its lease owner (at once if the owner has ended)."""
+    home, as_json = opts(ctx, home, as_json)
+    emit(registry(home).unpin(session_id), as_json, _lease_text, errors=("already_exited",))
+
+
 @app.command("tree")
 def tree_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Show a job's processes: pid, state, CPU, memory, who waits for input, command."""
@@ -152,11 +175,14 @@ def _tree_text(result: dict[str, Any]) -> str:
     rows = result.get("processes") or []
     if not rows:
         return f"{result.get('session_id')} has no processes left."
-    lines = [f"{'PID':>7}  {'STATE':<5}  {'CPU%':>5}  {'RSS':>7}  {'':<5}  COMMAND"]
-    for row in rows:
+    ports = [",".join(str(p) for p in row.get("ports") or ()) for row in rows]
+    width = max(5, *(len(p) for p in ports))
+    lines = [f"{'PID':>7}  {'STATE':<5}  {'CPU%':>5}  {'RSS':>7}  {'':<5}  {'PORTS':<{width}}  COMMAND"]
+    for row, listening in zip(rows, ports, strict=True):
         mark = "input" if row.get("awaiting_input") else ""
         lines.append(f"{row['pid']:>7}  {row['state']:<5}  {row['cpu_percent']:>5.1f}  "
-                     f"{_mib(row['rss_bytes']):>7}  {mark:<5}  {'  ' * row['depth']}{safe_line(row['command'])}")
+                     f"{_mib(row['rss_bytes']):>7}  {mark:<5}  {listening:<{width}}  "
+                     f"{'  ' * row['depth']}{safe_line(row['command'])}")
     return "\n".join(lines)
 
 

@@ -35,7 +35,7 @@ def _unescape(data: str) -> str:
 
 
 def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, home: Optional[str], as_json: bool,
-                enter: bool) -> None:
+                enter: bool, yield_ms: Optional[float] = None) -> None:
     home, as_json = opts(ctx, home, as_json)
     if escapes:
         data = _unescape(data)
@@ -47,7 +47,22 @@ def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, h
         n = result["bytes_written"]
         return f"{what} {n} byte{'' if n == 1 else 's'}"
 
-    emit(send(session_id, data, source="cli"), as_json, text, errors=("already_exited",))
+    if yield_ms is None:
+        emit(send(session_id, data, source="cli"), as_json, text, errors=("already_exited",))
+        return
+    from .cmd_jobs import yield_exit, yield_text
+
+    result = emit(send(session_id, data, source="cli", yield_ms=yield_ms), as_json, yield_text,
+                  errors=("already_exited",))
+    raise typer.Exit(yield_exit(result))
+
+
+YieldOpt = Annotated[
+    Optional[float],
+    typer.Option("--yield-ms", metavar="MS",
+                 help="Then print what the job answers: its output until it waits for input again, exits, or MS "
+                      "milliseconds pass (exit status as `exec`)."),
+]
 
 
 @app.command("write")
@@ -56,11 +71,12 @@ def write_cmd(
     session_id: IdArg,
     data: Annotated[str, typer.Argument(metavar="DATA", help="Text to send to the job's stdin, as-is.")],
     escapes: EscOpt = False,
+    yield_ms: YieldOpt = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Send DATA to a job's stdin (no newline added)."""
-    _send_stdin(ctx, session_id, data, escapes, home, as_json, enter=False)
+    _send_stdin(ctx, session_id, data, escapes, home, as_json, enter=False, yield_ms=yield_ms)
 
 
 @app.command("submit")
@@ -69,11 +85,12 @@ def submit_cmd(
     session_id: IdArg,
     data: Annotated[str, typer.Argument(metavar="[DATA]", help="Text to send before Enter.")] = "",
     escapes: EscOpt = False,
+    yield_ms: YieldOpt = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Send DATA followed by Enter (\\n; \\r for a PTY job)."""
-    _send_stdin(ctx, session_id, data, escapes, home, as_json, enter=True)
+    _send_stdin(ctx, session_id, data, escapes, home, as_json, enter=True, yield_ms=yield_ms)
 
 
 @app.command("close")

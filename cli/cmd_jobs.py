@@ -1,4 +1,4 @@
-"""Commands that start and look at jobs: `run`, `ls`, `poll`, `log`."""
+"""Commands that start and look at jobs: `run`, `exec`, `ls`, `poll`, `log`."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Annotated, Any, Optional
 import typer
 
 from hermes_procs.core.registry.model import JobInfo
+from hermes_procs.core.supervisor.text import safe_line
 
 from .app import app
 from .jobtable import jobs_text
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit, host_warning, status_line
+from .output import CliError, emit, host_warning, status_line, warn
 
 
 def _join_command(words: list[str]) -> str:
@@ -33,36 +34,71 @@ def _env(items: Optional[list[str]]) -> Optional[dict[str, str]]:
     return env
 
 
+PtyOpt = Annotated[bool, typer.Option("--pty", help="Run in a pseudo-terminal.")]
+NameOpt = Annotated[Optional[str], typer.Option("--name", metavar="N", help="A label.")]
+CwdOpt = Annotated[Optional[str], typer.Option("--cwd", metavar="D", help="Working directory.")]
+EnvOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--env", "-e", metavar="KEY=VALUE", help="Add or override an environment variable (repeatable)."),
+]
+TaskOpt = Annotated[Optional[str], typer.Option("--task", metavar="T", help="Task id to file the job under.")]
+ReuseOpt = Annotated[
+    bool, typer.Option("--reuse", help="When a job of this --name runs, print its id and start nothing.")
+]
+PortOpt = Annotated[
+    Optional[int],
+    typer.Option("--port", metavar="N", help="Refuse to start when TCP port N is in use (naming who holds it); "
+                                             "`wait --until port` waits for it."),
+]
+LeaseOpt = Annotated[
+    Optional[int],
+    typer.Option("--lease", metavar="PID", help="Kill the job when process PID ends (e.g. --lease $$: with this "
+                                                "shell); `pin` keeps it."),
+]
+MaxRuntimeOpt = Annotated[
+    Optional[float],
+    typer.Option("--max-runtime", metavar="S", help="Kill the job after S seconds (ends timed_out)."),
+]
+CommandArg = Annotated[
+    Optional[list[str]],
+    typer.Argument(metavar="-- COMMAND...", help="The command (run with bash -c).", show_default=False),
+]
+
+
+def _spawn_options(**given: Any) -> dict[str, Any]:
+    """The spawn arguments given on the command line (the ones left out take the API's defaults)."""
+    given["env"] = _env(given.get("env"))
+    given["notify_on_complete"] = given.pop("notify", None) or None
+    given["watch_patterns"] = given.pop("watch", None) or None
+    given["task_id"] = given.pop("task", None)
+    given["reuse"] = given.get("reuse") or None
+    return {key: value for key, value in given.items() if value is not None}
+
+
 @app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
 def run_cmd(
     ctx: typer.Context,
-    command: Annotated[
-        Optional[list[str]],
-        typer.Argument(metavar="-- COMMAND...", help="The command (run with bash -c).", show_default=False),
-    ] = None,
-    pty: Annotated[bool, typer.Option("--pty", help="Run in a pseudo-terminal.")] = False,
-    name: Annotated[Optional[str], typer.Option("--name", metavar="N", help="A label.")] = None,
-    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="D", help="Working directory.")] = None,
+    command: CommandArg = None,
+    pty: PtyOpt = False,
+    name: NameOpt = None,
+    cwd: CwdOpt = None,
     notify: Annotated[bool, typer.Option("--notify", help="Emit a completion event when it ends.")] = False,
     watch: Annotated[
         Optional[list[str]],
         typer.Option("--watch", metavar="PATTERN",
                      help="Emit a watch_match event for lines containing PATTERN (repeatable)."),
     ] = None,
-    max_runtime: Annotated[
-        Optional[float],
-        typer.Option("--max-runtime", metavar="S", help="Kill the job after S seconds (ends timed_out)."),
-    ] = None,
+    max_runtime: MaxRuntimeOpt = None,
     rows: Annotated[Optional[int], typer.Option("--rows", metavar="R", help="PTY rows (default 30).")] = None,
     cols: Annotated[Optional[int], typer.Option("--cols", metavar="C", help="PTY columns (default 120).")] = None,
-    env: Annotated[
-        Optional[list[str]],
-        typer.Option("--env", "-e", metavar="KEY=VALUE", help="Add or override an environment variable (repeatable)."),
-    ] = None,
-    task: Annotated[Optional[str], typer.Option("--task", metavar="T", help="Task id to file the job under.")] = None,
+    env: EnvOpt = None,
+    task: TaskOpt = None,
     quiet_after: Annotated[
         Optional[float], typer.Option("--quiet-after", metavar="S", help="Record a quiet event after S silent seconds.")
     ] = None,
+    reuse: ReuseOpt = False,
+    port: PortOpt = None,
+    lease: LeaseOpt = None,
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -75,10 +111,9 @@ def run_cmd(
     home, as_json = opts(ctx, home, as_json)
     if not command:
         raise CliError("run needs a command, e.g. hermes-procs run -- make test")
-    given = {"cwd": cwd, "name": name, "notify_on_complete": notify or None, "watch_patterns": watch or None,
-             "max_runtime": max_runtime, "rows": rows, "cols": cols, "task_id": task, "env": _env(env),
-             "quiet_after": quiet_after}
-    kwargs: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    kwargs = _spawn_options(cwd=cwd, name=name, notify=notify, watch=watch, max_runtime=max_runtime, rows=rows,
+                            cols=cols, task=task, env=env, quiet_after=quiet_after, reuse=reuse, port=port,
+                            lease=lease)
     reg = registry(home)
     result = reg.spawn(_join_command(command), pty=pty, **kwargs)
     host_warning(reg)
@@ -97,6 +132,56 @@ def _flag_names(result: dict[str, Any]) -> dict[str, Any]:
     if word in _RUN_FLAGS:
         return {**result, "error": _RUN_FLAGS[word] + str(error)[len(word):]}
     return result
+
+
+@app.command("exec", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def exec_cmd(
+    ctx: typer.Context,
+    command: CommandArg = None,
+    yield_ms: Annotated[
+        float, typer.Option("--yield-ms", metavar="MS",
+                            help="Return after MS milliseconds at most (the job runs on).")
+    ] = 10_000,
+    pty: PtyOpt = False,
+    name: NameOpt = None,
+    cwd: CwdOpt = None,
+    env: EnvOpt = None,
+    task: TaskOpt = None,
+    max_runtime: MaxRuntimeOpt = None,
+    reuse: ReuseOpt = False,
+    port: PortOpt = None,
+    lease: LeaseOpt = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run COMMAND as a job and print its output once it exits, waits for input or --yield-ms pass.
+
+    Exit status: the job's own (128+N when killed by signal N) when it ended; 0 when it still
+    runs, its id then on stderr (go on with `submit`, `wait`, `log`, `kill`)."""
+    home, as_json = opts(ctx, home, as_json)
+    if not command:
+        raise CliError("exec needs a command, e.g. hermes-procs exec -- make test")
+    kwargs = _spawn_options(cwd=cwd, name=name, env=env, task=task, max_runtime=max_runtime, reuse=reuse, port=port,
+                            lease=lease)
+    reg = registry(home)
+    result = emit(_flag_names(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs)), as_json, yield_text)
+    raise typer.Exit(yield_exit(result))
+
+
+def yield_text(result: dict[str, Any]) -> str:
+    """The output of a yielding call (exec, write/submit --yield-ms), as it is."""
+    return str(result.get("output") or "").rstrip("\n")
+
+
+def yield_exit(result: dict[str, Any]) -> int:
+    """After a yielding call's output: a cut is said on stderr, and a job still running by its id
+    (exit status 0); a job that ended gives its exit status."""
+    if result.get("output_note"):
+        warn(result["output_note"])
+    if result.get("status") == "running":
+        sys.stderr.write(f"{safe_line(str(result.get('session_id')))} still running ({result.get('reason')})\n")
+        return 0
+    return JobInfo.from_dict(result).shell_exit_code()
 
 
 @app.command("list", hidden=True)  # what pm2 and most people type
@@ -123,6 +208,14 @@ def _poll_text(result: dict[str, Any]) -> str:
     lines = [status_line(JobInfo.from_dict(result))]
     if result.get("command"):
         lines.append(f"$ {result['command']}")
+    if result.get("ports"):
+        lines.append("listening on: " + " ".join(str(p) for p in result["ports"]))
+    if result.get("port") and result.get("status") == "running" and result["port"] not in (result.get("ports") or ()):
+        lines.append(f"port {result['port']}: not listening yet")
+    lease = result.get("lease")
+    if isinstance(lease, dict):
+        owner = "running" if lease.get("owner_alive") else "ended"
+        lines.append(f"leased to pid {lease.get('pid')} ({owner})" + (", pinned" if lease.get("pinned") else ""))
     if result.get("leftover_pids"):
         lines.append("leftover pids: " + " ".join(str(p) for p in result["leftover_pids"]))
     preview = (result.get("output_preview") or "").rstrip("\n")

@@ -45,7 +45,7 @@ def _newest(jobs: list[JobInfo]) -> tuple[list[JobInfo], int]:
     return shown, len(jobs) - len(shown)
 
 
-def _cells(job: JobInfo) -> tuple[list[str], str]:
+def _cells(job: JobInfo, ports: bool) -> tuple[list[str], str]:
     style = "red" if job.failed else "green" if job.running else "" if job.ended else "yellow"
     command = job.command or job.error
     if job.pty:
@@ -53,8 +53,10 @@ def _cells(job: JobInfo) -> tuple[list[str], str]:
     if job.name:
         command = f"{job.name}: {command}"
     cells = [job.session_id, job.label(), str(job.pid if job.pid is not None else "-"), fmt_started(job.started),
-             fmt_duration(job.uptime), " ".join(command.split())]
-    return cells, style
+             fmt_duration(job.uptime)]
+    if ports:
+        cells.append(",".join(str(port) for port in job.ports))
+    return [*cells, " ".join(command.split())], style
 
 
 def render_table(jobs: list[JobInfo], tty: bool) -> str:
@@ -62,9 +64,12 @@ def render_table(jobs: list[JobInfo], tty: bool) -> str:
     terminal width (no cut when not a terminal). A terminal too narrow to leave COMMAND
     MIN_COMMAND columns loses STARTED, then PID, as the dashboard does; a row never wraps.
     Colours and a bold header only on a terminal."""
-    rows = [_cells(job) for job in jobs]
-    widths = [max([len(HEADS[i])] + [len(cells[i]) for cells, _ in rows]) for i in range(5)]
-    shown, room = list(range(5)), None
+    ports = any(job.ports for job in jobs)  # a PORTS column when a job listens
+    heads = [*HEADS[:-1], "PORTS", HEADS[-1]] if ports else HEADS
+    rows = [_cells(job, ports) for job in jobs]
+    fixed = len(heads) - 1
+    widths = [max([len(heads[i])] + [len(cells[i]) for cells, _ in rows]) for i in range(fixed)]
+    shown, room = list(range(fixed)), None
     if tty:
         columns = shutil.get_terminal_size((100, 24)).columns
         for drop in (None, 3, 2):  # STARTED, then PID
@@ -81,10 +86,10 @@ def render_table(jobs: list[JobInfo], tty: bool) -> str:
             if i == 1 and style and tty:
                 cell = f"{_COLORS[style]}{cell}\x1b[0m"
             parts.append(cell)
-        command = cells[5]
+        command = cells[fixed]
         if room is not None and len(command) > room:
             command = command[: room - 1] + "\u2026"
         text = GAP.join([*parts, command]).rstrip()
         return f"\x1b[1m{text}\x1b[0m" if head and tty else text
 
-    return "\n".join([line(HEADS, head=True)] + [line(cells, style) for cells, style in rows])
+    return "\n".join([line(heads, head=True)] + [line(cells, style) for cells, style in rows])

@@ -23,8 +23,8 @@ from .output import PROG, CliError, err
 __all__ = ["Dashboard", "main"]
 
 # the order of the commands in --help: the everyday ones first
-ORDER = ("run", "ls", "poll", "log", "wait", "kill", "signal", "tree", "write", "submit", "close", "attach",
-         "screen", "search", "restart", "events", "prune", "tui", "demo", "web", "hosts", "mcp")
+ORDER = ("run", "exec", "ls", "poll", "log", "wait", "kill", "signal", "tree", "write", "submit", "close", "attach",
+         "screen", "search", "restart", "pin", "unpin", "events", "prune", "tui", "demo", "web", "hosts", "mcp")
 app.registered_commands.sort(key=lambda c: ORDER.index(c.name) if c.name in ORDER else len(ORDER))
 
 

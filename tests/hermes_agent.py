@@ -194,4 +194,6 @@ def prepare_runs(root: Path, scenarios: list[str]) -> dict[str, object]:
 if __name__ == "__main__":  # tests/conftest.py: python tests/hermes_agent.py ROOT
     from test_hermes_plugin import SCENARIOS
 
-    prepare_runs(Path(sys.argv[1]), SCENARIOS)
+    began = time.monotonic()
+    made = prepare_runs(Path(sys.argv[1]), SCENARIOS)
+    print(f"{sorted(made)} in {time.monotonic() - began:.1f}s", flush=True)

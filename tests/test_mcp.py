@@ -224,7 +224,7 @@ def test_errors_are_flagged(tmp_path):
             "status": "error", "error": "process_poll: session_id is required"}
         unknown = await c.call("process_nope")
         assert unknown.is_error and unknown.structured_content["error"].startswith(
-            "unknown tool 'process_nope': the tools are process_start, process_list")
+            "unknown tool 'process_nope': the tools are process_exec, process_start, process_list")
         two = await c.call("process_write", pid="x")
         assert two.structured_content["error"] == "process_write: data is required; session_id is required"
         assert (await c.ok("process_list")) == {"processes": []}

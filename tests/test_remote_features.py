@@ -181,3 +181,40 @@ def test_agent_tool_and_mcp_take_a_host(box, tmp_path):
     bad = json.loads(handle_process({"action": "list", "host": "ftp://x"}))
     assert bad["status"] == "error" and "host" in bad["error"]
     assert build_server(home=str(tmp_path / "local")) is not None
+
+
+def test_exec_ports_reuse_and_leases_on_the_host(box):
+    """Issue 23 on a host: exec and submit with a yield, ports, reuse, the port guard, and a job
+    leased to a connection's server there, which ends with the connection."""
+    from test_ports_reuse import SERVER, free_port
+
+    done = box.exec("echo one; exit 3")
+    assert (done["status"], done["exit_code"], done["output"]) == ("exited", 3, "one\n")
+    asks = box.exec("printf 'name? '; read x; echo hello $x")
+    assert (asks["reason"], asks["output"]) == ("awaiting_input", "name? ")
+    reply = box.submit(asks["session_id"], "ann", yield_ms=10_000)
+    assert (reply["status"], reply["output"]) == ("exited", "hello ann\n")
+    port = free_port()
+    web = box.spawn(SERVER.format(port=port), name="web", reuse=True, port=port)
+    try:
+        assert box.wait(web["session_id"], timeout=30, until="port")["reason"] == "port_open"
+        assert box.poll(web["session_id"])["ports"] == [port]
+        assert box.spawn("sleep 1", name="web", reuse=True)["session_id"] == web["session_id"]
+        refused = box.exec("true", port=port)
+        assert refused["error"] == f"port {port} is in use by job {web['session_id']} (web); nothing was started"
+        assert box.exec("true", yield_ms=-1)["error"].startswith("yield_ms must be")
+    finally:
+        box.kill(web["session_id"], grace=0.5)
+    other = ProcessRegistry(host=box.host.url)  # a second connection: its server owns the leases
+    owner = other.caller_pid()
+    assert isinstance(owner, int)
+    scratch = box.spawn("sleep 60", lease=owner)["session_id"]
+    kept = box.spawn("sleep 60", lease=owner)["session_id"]
+    assert box.pin(kept)["lease"] == {"pid": owner, "pinned": True, "owner_alive": True}
+    other.conn.close()
+    try:
+        ended = box.wait(scratch, timeout=15)
+        assert (ended["status"], ended["completion_reason"]) == ("exited", "killed")
+        assert box.poll(kept)["status"] == "running"
+    finally:
+        box.kill(kept, grace=0.5)

@@ -6,6 +6,7 @@ import ast
 import glob
 import io
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -70,10 +71,15 @@ def test_shipped_annotations_evaluate_on_python_3_9(tmp_path):
 
 def _python39() -> str | None:
     """A working Python 3.9 on this machine (PATH or pyenv), else None."""
-    pyenv = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))
-    candidates = [shutil.which("python3.9"), *pyenv]
+    user_home = pwd.getpwuid(os.getuid()).pw_dir  # not $HOME: the tests give jobs their own
+    pyenv = sorted(glob.glob(os.path.join(user_home, ".pyenv/versions/3.9*/bin/python3.9")))
+    candidates = [*pyenv, shutil.which("python3.9")]  # pyenv's own before its shim (which may stall)
     for exe in filter(None, candidates):
-        res = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+        try:
+            res = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                                 text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            continue
         if res.returncode == 0 and res.stdout.strip() == "(3, 9)":
             return exe
     return None

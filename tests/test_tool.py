@@ -23,15 +23,16 @@ def test_schema_shape():
     params = PROCESS_TOOL_SCHEMA["parameters"]
     assert params["type"] == "object" and params["required"] == ["action"]
     assert params["properties"]["action"]["enum"] == list(ACTIONS)
-    assert set(ACTIONS) == {"start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen",
-                            "search", "restart", "tree", "signal"}
+    assert set(ACTIONS) == {"exec", "start", "list", "poll", "log", "wait", "kill", "write", "submit", "close",
+                            "screen", "search", "restart", "tree", "signal", "pin", "unpin"}
     for name in ("command", "pty", "cwd", "name", "notify_on_complete", "watch_patterns", "session_id", "data",
                  "timeout", "offset", "limit", "max_runtime", "all", "grace", "env", "until", "pattern", "context",
-                 "quiet_after", "signal", "pid", "start_ticks"):
+                 "quiet_after", "signal", "pid", "start_ticks", "yield_ms", "reuse", "port", "ephemeral"):
         assert name in params["properties"], name
         assert params["properties"][name].get("description")
     desc = PROCESS_TOOL_SCHEMA["description"]
-    for trap in ("notify_on_complete", "watch_patterns", "Enter", "clamped", "offset", "tree"):
+    for trap in ("notify_on_complete", "watch_patterns", "Enter", "clamped", "offset", "tree", "exec", "reuse=true",
+                 "ephemeral=true", "pin"):
         assert trap in desc, trap
     json.dumps(PROCESS_TOOL_SCHEMA)
     assert list(tool._HANDLERS) == list(ACTIONS)  # one handler an action, in the schema's order

@@ -16,7 +16,7 @@
     style = "bold magenta"
 
     [keys]                         # action = key(s), comma-separated (Textual key names)
-    kill = "K"
+    kill = "X"
     new_job = "ctrl+n"
 
 A theme picked in the app (the command palette) is remembered in ``state.json`` beside the

@@ -90,13 +90,15 @@ class _Col:
     key: str
     label: str
     width: int  # content width; the table adds no padding, each column carries a 1-cell gap
-    wide_only: bool = False  # hidden below 100 columns
+    wide_only: bool = False  # hidden below WIDE columns
     hosts_only: bool = False  # shown only when jobs of remote hosts are in the table
+    widest_only: bool = False  # hidden below WIDEST columns: the first to go on a narrower terminal
 
 
+WIDE, WIDEST = 100, 120
 COLUMNS = (
     _Col("id", "ID", 7),
-    _Col("flags", "", 3),
+    _Col("flags", "", 4),
     _Col("name", "NAME / COMMAND", 20),
     _Col("status", " STATUS", 12),  # " exited 137" and a gap
     _Col("pid", "PID", 8, wide_only=True),
@@ -105,6 +107,7 @@ COLUMNS = (
     _Col("cpu", "CPU%", 6),
     _Col("rss", "RSS", 7),
     _Col("quiet", "QUIET", 6),
+    _Col("ports", "PORTS", 12, widest_only=True),
     _Col("host", "HOST", 12, hosts_only=True),
 )
 
@@ -174,12 +177,14 @@ class JobsTable(DataTable):
 
     def _fit_columns(self) -> None:
         width = self.size.width or 80
-        wide = width >= 100
+        wide = width >= WIDE
         fixed = 0
         for col in COLUMNS:
             if col.key == "name":
                 continue
-            w = col.width if (wide or not col.wide_only) and (self.show_hosts or not col.hosts_only) else 0
+            shown = ((wide or not col.wide_only) and (width >= WIDEST or not col.widest_only)
+                     and (self.show_hosts or not col.hosts_only))
+            w = col.width if shown else 0
             self.columns[col.key].width = w  # type: ignore[index]
             fixed += w
         self.columns["name"].width = max(10, width - fixed - 2)  # type: ignore[index]
@@ -241,6 +246,7 @@ class JobsTable(DataTable):
             cpu,
             fmt_bytes(row.rss) if row.running else "",
             Text(quiet, style=quiet_style),
+            _ports_text(row),
             host,
         )
 
@@ -469,15 +475,29 @@ def _look(row: JobRow) -> tuple:
     jobs, most rows of a full re-read)."""
     return (row.pty, row.waiting, row.name, row.command, row.label, row.running, row.unreachable, row.pid,
             row.started, fmt_duration(row.uptime), _cpu_text(row.cpu), fmt_bytes(row.rss) if row.running else "",
-            fmt_duration(row.silence) if row.running else "", (row.silence or 0) >= 60, row.host)
+            fmt_duration(row.silence) if row.running else "", (row.silence or 0) >= 60, row.host, row.ports,
+            row.port if row.running else None, row.lease)
 
 
 def _flags(row: JobRow) -> Text:
-    """The FLAGS cell: P for a PTY job, a yellow ? while it waits for input."""
+    """The FLAGS cell: P for a PTY job, a yellow ? while it waits for input, L for a leased job
+    (it ends with its owner: an agent's ephemeral job), K for a leased job kept (pinned)."""
     flags = Text()
     flags.append("P" if row.pty else " ", style="bold blue")
     flags.append("?" if row.waiting else " ", style="bold black on yellow" if row.waiting else "")
+    lease = {"leased": ("L", "yellow"), "pinned": ("K", "green")}.get(row.lease, (" ", ""))
+    flags.append(lease[0], style=lease[1])
     return flags
+
+
+def _ports_text(row: JobRow) -> Text:
+    """The PORTS cell: the ports a running job listens on; the one it was started with, dimmed,
+    while it does not listen yet."""
+    if row.ports:
+        return Text(",".join(str(p) for p in row.ports), style="cyan", no_wrap=True, overflow="ellipsis")
+    if row.running and row.port:
+        return Text(str(row.port), style="dim", no_wrap=True)
+    return Text("")
 
 
 def _title(row: JobRow) -> Text:

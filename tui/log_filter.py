@@ -1,13 +1,14 @@
 """Filter a job's whole on-disk log: the lines matching a regex, with N lines of context.
 
-:func:`filter_log` runs in a worker thread and streams its results: it reads the log in 1 MiB
-chunks of whole lines, removes escape sequences from each chunk (one C-speed regex pass; line
-ends are kept, so line numbers stay those of the log pane) and hands the chunk to the user's
-pattern (:class:`~hermes_procs.core.registry.userregex.UserRegex`: RE2, or Python's re in a worker
-process with a deadline), which names the matching lines, so a 500 MB log is scanned at disk
-speed and never held in memory, and a pattern that backtracks without end stops the scan with
-"pattern took too long" instead of freezing the dashboard.  Context lines are read afterwards
-by line number through the same :class:`~hermes_procs.core.registry.logstore.LineIndex`.  At most
+:func:`filter_log` runs in a worker thread and streams its results. It runs on the search's
+block functions (core/registry/search.py): the log is read in 1 MiB blocks of whole lines
+through one pinned snapshot; a plain block goes to the user's pattern
+(:class:`~hermes_procs.core.registry.userregex.UserRegex`: RE2 over the whole block, or Python's
+re in a worker process with a deadline) as it is, any other with its escape sequences removed
+(line ends kept, so line numbers stay those of the log pane), so a 500 MB log is scanned at
+the speed of grep and never held in memory, and a pattern that backtracks without end stops
+the scan with "pattern took too long" instead of freezing the dashboard.  Line numbers and
+context lines come from the log's line counts (core/registry/linecounts.py).  At most
 :data:`MAX_ROWS` rows and :data:`MAX_ROW_BYTES` bytes of lines are kept.
 """
 
@@ -16,16 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from hermes_procs.core.registry import logstore
+from hermes_procs.core.registry import logstore, search
+from hermes_procs.core.registry.linecounts import LineCounts
 from hermes_procs.core.registry.userregex import PatternError, UserRegex
-from hermes_procs.core.supervisor.text import looks_plain, strip_ansi
+from hermes_procs.core.supervisor.text import strip_ansi
 
 __all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_log"]
 
 MAX_ROWS = 200_000
 MAX_ROW_BYTES = 64 << 20  # raw bytes of the rows kept (a line is read up to 64 KiB)
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,33 +53,49 @@ def filter_log(jobdir: Path, pattern: UserRegex, context: int,
                report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
     """Scan the log of ``jobdir`` as it is now; call ``report`` after every chunk. The pattern's
     worker process (if it has one) is closed at the end."""
-    with pattern:
-        _scan(logstore.LineIndex(jobdir), pattern, context, report, cancelled)
+    with pattern, logstore.snapshot(jobdir) as layout:
+        _scan(_Lines(layout, logstore.line_counts(jobdir, layout)), pattern, context, report, cancelled)
 
 
-def _scan(index: logstore.LineIndex, pattern: UserRegex, context: int,
+class _Lines:
+    """The log's lines by number, through one pinned snapshot and its line counts."""
+
+    def __init__(self, layout: Any, counts: LineCounts) -> None:
+        self.layout, self.counts = layout, counts
+
+    @property
+    def line_count(self) -> int:
+        return self.counts.line_count
+
+    def read_raw_lines(self, first: int, count: int, max_bytes: int) -> list[bytes]:
+        spans = self.counts.spans(first, count)
+        return [self.layout.read(start, min(stop, start + max_bytes)) for start, stop in spans]
+
+
+def _text(raw: bytes) -> str:
+    return strip_ansi(raw.decode("utf-8", "replace"))
+
+
+def _scan(lines: _Lines, pattern: UserRegex, context: int,
           report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
-    start, end = index.dropped_bytes, index.end_offset
-    pos, line_base, matches, emitted_to = start, 0, 0, -1
-    carry = b""
+    layout, counts = lines.layout, lines.counts
+    start, end = layout.base, layout.end
+    pos, matches, done = start, 0, (-1, -1)
     rows_total = rows_bytes = 0
-    while pos < end and not cancelled():
-        data = carry + index.read(pos, min(end, pos + _CHUNK))
-        pos = min(end, pos + _CHUNK)
-        cut = len(data) if pos >= end else data.rfind(b"\n") + 1
-        if cut == 0 and len(data) < 16 * _CHUNK:
-            carry = data  # one long line: read on
-            continue
-        block, carry = data[:cut], data[cut:]
+    for block in search.blocks(layout):
+        if cancelled():
+            return
+        pos = block.start + block.end
         try:
-            found = _matching_lines(block, pattern, line_base)
+            hits, _ = search.block_hits(pattern, block, _text, plain=counts.plain(block.start, pos))
         except PatternError as exc:
             report(FilterProgress([], pos - start, end - start, matches, done=True, error=exc))
             return
-        line_base += block.count(b"\n")
+        found = [line for line, _ in search.hit_lines(counts, block, hits)]
         matches += len(found)
-        rows, emitted_to = _with_context(index, found, context, emitted_to, MAX_ROWS - rows_total,
-                                         MAX_ROW_BYTES - rows_bytes)
+        block_last = counts.newlines(pos) - (block.data[block.end - 1:block.end] == b"\n")
+        rows, done = _with_context(lines, found, context, done, block_last, MAX_ROWS - rows_total,
+                                   MAX_ROW_BYTES - rows_bytes)
         rows_total += len(rows)
         rows_bytes += sum(len(row.raw) for row in rows)
         truncated = rows_total >= MAX_ROWS or rows_bytes >= MAX_ROW_BYTES
@@ -87,25 +105,22 @@ def _scan(index: logstore.LineIndex, pattern: UserRegex, context: int,
     report(FilterProgress([], pos - start, end - start, matches, done=True))
 
 
-def _matching_lines(block: bytes, pattern: UserRegex, line_base: int) -> list[int]:
-    """Line numbers (from ``line_base``) of the lines of ``block`` where ``pattern`` matches
-    the text (decoded, escape sequences removed)."""
-    text = block if looks_plain(block) else strip_ansi(block.decode("utf-8", "replace"))
-    return [line_base + i for i in pattern.lines(text)]
-
-
-def _with_context(index: logstore.LineIndex, found: list[int], context: int, emitted_to: int,
-                  room: int, room_bytes: int) -> tuple[list[FilterRow], int]:
-    """The rows for ``found`` matches: each with ``context`` lines before and after, ranges
-    merged, nothing before ``emitted_to`` repeated, within ``room`` rows and ``room_bytes``
-    bytes.  Returns the rows and the last line."""
+def _with_context(index: _Lines, found: list[int], context: int, done: tuple[int, int], block_last: int,
+                  room: int, room_bytes: int) -> tuple[list[FilterRow], tuple[int, int]]:
+    """The rows for ``found`` matches (the lines of a block that ends at line ``block_last``):
+    each with ``context`` lines before and after, ranges merged, within ``room`` rows and
+    ``room_bytes`` bytes. ``done`` is (the last line emitted, the last line owed as context
+    after an earlier match): rows stop at the block's last line, so a line of the next block
+    is emitted once it is known whether it matches. Returns the rows and the new ``done``."""
     rows: list[FilterRow] = []
     size = 0
     hits = set(found)
-    last = index.line_count - 1
-    for line in found:
+    emitted_to, owed = done
+    last = min(index.line_count - 1, block_last)
+    for line in [owed - context, *found]:
         first = max(emitted_to + 1, line - context)
         stop = min(last, line + context)
+        owed = max(owed, line + context)
         if first > stop:
             continue
         raws = index.read_raw_lines(first, stop - first + 1, max_bytes=64 << 10)
@@ -115,5 +130,5 @@ def _with_context(index: logstore.LineIndex, found: list[int], context: int, emi
             size += len(raw)
         emitted_to = stop
         if len(rows) >= room or size >= room_bytes:
-            return rows[:room], emitted_to
-    return rows, emitted_to
+            return rows[:room], (emitted_to, owed)
+    return rows, (emitted_to, owed)

@@ -49,6 +49,7 @@ from .messages import (
     JobRerun,
     JobStarted,
     LogSaved,
+    PinChanged,
     SendMode,
     SignalSent,
     WaitingForInput,
@@ -98,6 +99,9 @@ class MainScreen(Screen):
                 tooltip="run the selected job again (same command, cwd, env, PTY) as a new job; "
                         "a running one is killed first (asks)", id="rerun"),
         Binding("s", "signal", "Signal", tooltip="send a signal: INT, TERM, HUP or KILL", id="signal"),
+        Binding("K", "toggle_pin", "Keep", show=False,
+                tooltip="keep a leased job (an agent's ephemeral job, run --lease; L in the table) when its owner "
+                        "ends, or let it end with its owner again (K: kept)", id="toggle_pin"),
         Binding("p", "process_tree", "Tree", tooltip="the selected job's processes, live: CPU, RSS, who waits "
                 "for input; signal or kill one of them", id="process_tree"),
         Binding("t", "terminal", "Term", tooltip="terminal pane of a PTY job (keys go to the job)", id="terminal"),
@@ -684,6 +688,33 @@ class MainScreen(Screen):
     def _on_started(self, message: JobStarted) -> None:
         self._pending_select = message.session_id
         self.notify(safe_line(message.command)[:60], title="Started", timeout=3, markup=False)
+        self._poke()
+
+    def action_toggle_pin(self) -> None:
+        """Pin a leased job (kept when its owner ends), or unpin a pinned one."""
+        row = self._job_for(exited="The job has exited.")
+        if row is None:
+            return
+        if not row.lease:
+            self.notify("This job has no lease: it runs until it ends or is killed.", timeout=4)
+            return
+        self._toggle_pin(row.session_id, row.lease != "pinned", row.title)
+
+    @work(thread=True, group="actions")
+    def _toggle_pin(self, session_id: str, pin: bool, title: str) -> None:
+        result = self.registry.pin(session_id) if pin else self.registry.unpin(session_id)
+        if result.get("status") == "ok":
+            self.post_message(PinChanged(session_id, pin, title))
+        elif result.get("status") == "already_exited":
+            self.post_message(JobAlreadyExited(session_id))
+        else:
+            self.post_message(ActionFailed("Keep", result.get("error") or str(result.get("status"))))
+
+    @on(PinChanged)
+    def _on_pin_changed(self, message: PinChanged) -> None:
+        what = "kept when its owner ends" if message.pinned else "ends with its owner again"
+        self.notify(f"{safe_line(message.title)[:50]}: {what}", title="Kept" if message.pinned else "Not kept",
+                    timeout=3, markup=False)
         self._poke()
 
     @on(SignalSent)

@@ -20,6 +20,7 @@ __all__ = [
     "JobRerun",
     "JobStarted",
     "LogSaved",
+    "PinChanged",
     "SendMode",
     "SignalSent",
     "WaitingForInput",
@@ -74,6 +75,15 @@ class InputSent(Message):
 
     session_id: str
     mode: SendMode
+
+
+@dataclass
+class PinChanged(Message):
+    """A leased job is now kept when its owner ends (``pinned``), or ends with it again."""
+
+    session_id: str
+    pinned: bool
+    title: str
 
 
 @dataclass

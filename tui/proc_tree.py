@@ -2,7 +2,7 @@
 them can be signalled or killed.
 
 Rows come from ``registry.tree`` (core/registry/processes.py: pid, command, state, CPU %, RSS, whether it
-waits for input; for a remote job through the same call), fetched about once a second by a
+waits for input, the ports it listens on; for a remote job through the same call), fetched about once a second by a
 worker thread that only posts :class:`TreeScreen.Rows` messages: the UI never waits for /proc
 or a remote host. ``k`` (after a confirmation) and ``s`` go through
 ``registry.signal_process``, which signals only a process of the job (pid + start ticks), and
@@ -38,7 +38,7 @@ STATES = {"R": "running", "S": "sleeping", "D": "disk wait", "T": "stopped", "t"
 # the signals offered for one process: the job's four, and pausing / resuming it
 PROCESS_SIGNALS = (*JOB_SIGNALS, "STOP", "CONT")
 _COLUMNS = (("pid", "PID", 8), ("state", "STATE", 10), ("cpu", "CPU%", 6), ("rss", "RSS", 7),
-            ("input", "", 7), ("command", "COMMAND", None))
+            ("input", "", 7), ("ports", "PORTS", 12), ("command", "COMMAND", None))
 
 
 def tree_prefixes(rows: list[dict]) -> list[str]:
@@ -241,9 +241,11 @@ class TreeScreen(ModalScreen[None]):
         if len(command) > room:
             command.truncate(room - 1)
             command.append("…")
+        ports = Text(",".join(str(p) for p in row.get("ports") or ()), style="cyan", no_wrap=True,
+                     overflow="ellipsis")
         return (Text(str(row["pid"]), style="cyan"), Text(STATES.get(state, state), style=style),
                 Text(f"{row['cpu_percent']:.1f}", justify="right"), Text(fmt_bytes(row["rss_bytes"]), justify="right"),
-                waiting, command)
+                waiting, ports, command)
 
     # --- actions on the highlighted process -----------------------------------------------
 

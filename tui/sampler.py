@@ -64,6 +64,9 @@ class JobRow:
     host: str = ""  # "" = this machine, else the remote host's label (core/remote/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
     rerun_of: str = ""  # the job this one is a rerun of (registry.restart), else ""
+    ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
+    port: int | None = None  # the port it was started with (spawn's port=N)
+    lease: str = ""  # "leased": ends with its owner; "pinned": leased but kept; "" none
 
     @property
     def running(self) -> bool:
@@ -85,6 +88,13 @@ class SnapshotData:
     error: str | None = None
     hosts: list[dict[str, Any]] = field(default_factory=list)  # remote hosts' states
     trend: Trend | None = None  # the selected job's recent CPU, RSS and output rate (trends.py)
+
+
+def _lease_word(lease: object) -> str:
+    """JobRow.lease from a list row's `lease`."""
+    if not isinstance(lease, dict):
+        return ""
+    return "pinned" if lease.get("pinned") else "leased"
 
 
 class Sampler(threading.Thread):
@@ -328,4 +338,7 @@ class Sampler(threading.Thread):
             host=job.get("host") or "",
             unreachable=unreachable,
             rerun_of=job.get("rerun_of") or "",
+            ports=tuple(p for p in job.get("ports") or () if isinstance(p, int)) if running else (),
+            port=job.get("port") if isinstance(job.get("port"), int) else None,
+            lease=_lease_word(job.get("lease")),
         )

@@ -2,16 +2,19 @@
 
     hermes-procs mcp [--home PATH]          # what an MCP client runs
 
-Tools: ``process_start``, ``process_list``, ``process_poll``, ``process_log``, ``process_wait``,
-``process_kill``, ``process_write``, ``process_submit``, ``process_close``, ``process_screen``,
-``process_search``, ``process_restart``, ``process_tree``, ``process_signal``. Their arguments are
+Tools: ``process_exec``, ``process_start``, ``process_list``, ``process_poll``, ``process_log``,
+``process_wait``, ``process_kill``, ``process_write``, ``process_submit``, ``process_close``,
+``process_screen``, ``process_search``, ``process_restart``, ``process_tree``, ``process_signal``,
+``process_pin``, ``process_unpin``. Their arguments are
 the tool's arguments (typed, described, checked by the SDK against the input schema) and their
 results are the contract dicts, secrets masked: as structured content and as the same JSON in
 a text block. A result whose status is ``error`` or ``not_found`` is flagged ``isError``.
 
 Every call goes through :func:`hermes_procs.core.agents.tool.run_action`, so the MCP server, the
 function-calling tool and the Python API share one implementation. Blocking calls
-(``process_wait``) run on a worker thread, so the server keeps answering other requests.
+(``process_wait``, ``process_exec``, a write with ``yield_ms``) run on a worker thread, so the
+server keeps answering other requests. An ``ephemeral`` job is leased to this server's process,
+which lives as long as its client's connection: the job is killed when the client goes.
 
 Built on the official ``mcp`` SDK (2.x: ``mcp.server.mcpserver.MCPServer``); the import
 happens here, not in ``hermes_procs.core``, so the core works without the ``mcp`` extra.
@@ -35,20 +38,33 @@ if TYPE_CHECKING:
 
 __all__ = ["TOOL_NAMES", "build_server", "serve"]
 
-TOOL_NAMES = ("process_start", "process_list", "process_poll", "process_log", "process_wait",
+TOOL_NAMES = ("process_exec", "process_start", "process_list", "process_poll", "process_log", "process_wait",
               "process_kill", "process_write", "process_submit", "process_close", "process_screen",
-              "process_search", "process_restart", "process_tree", "process_signal")
+              "process_search", "process_restart", "process_tree", "process_signal", "process_pin",
+              "process_unpin")
 
 INSTRUCTIONS = """\
 hermes-procs runs background processes (builds, test runs, servers, installers, REPLs) as durable
 jobs that keep running between calls and that the user can watch and answer in the hermes-procs
-dashboard. Start one with process_start and keep its session_id.
+dashboard.
+- One-shot commands (builds, tests, git, installers): process_exec runs the command and returns
+  when it exits, waits for input, or yield_ms (default 10000) pass: status, exit_code, reason,
+  output. Still running: keep its session_id and continue with process_wait / process_submit.
+- Background jobs: process_start returns a session_id; keep it.
+- Dev servers: process_start with name, reuse=true and port=N: reuse returns the job already
+  running under that name instead of starting a second server; port refuses (naming who holds
+  it) when N is taken; then process_wait until='port'. poll and list show each job's ports.
+- Jobs are durable (they outlive this session). For scratch jobs set ephemeral=true: killed when
+  this MCP client disconnects; process_pin keeps one anyway, process_unpin undoes that.
 - A job runs silently: poll it (process_poll), wait for it (process_wait) or read its output
   (process_log); notify_on_complete / watch_patterns record events for event consumers.
 - process_submit sends a line and presses Enter; process_write sends the data exactly, no Enter.
+  With yield_ms they return `output`: only what the job printed after that input, once it waits
+  for input again, exits, or yield_ms pass (answer a prompt and read the reply in one call).
 - Use pty=true for programs that want a terminal (REPLs, interactive prompts).
 - Don't poll in a loop: process_wait with until='input' returns when the job blocks reading its
-  stdin (a prompt: answer it with process_submit); until='port:N' when a server listens,
+  stdin (a prompt: answer it with process_submit); until='port:N' when a server listens ('port':
+  the port it was started with),
   'output:REGEX' on new matching output, 'quiet:SECONDS' when it stops printing. `reason` says why.
 - process_wait is clamped to a maximum (default 180 s; timeout_note says so): call it again.
 - process_screen shows what a pty job's terminal shows now (full-screen programs, REPLs, top).
@@ -85,6 +101,17 @@ HostArg = Annotated[
 ]
 
 Result = Annotated[CallToolResult, dict[str, Any]]
+
+Reuse = Annotated[bool, Field(description="When a job of this name is running, return it (reused: true) and "
+                                          "start nothing: for dev servers.")]
+Port = Annotated[int | None, Field(ge=1, le=65535, description="The TCP port the job will serve: refused, naming "
+                                                               "who holds it, when in use; process_wait "
+                                                               "until='port' waits for it.")]
+Ephemeral = Annotated[bool, Field(description="Kill the job when this MCP client disconnects (default: jobs are "
+                                              "durable). process_pin keeps it.")]
+YieldMs = Annotated[float | None, Field(ge=0, description="Then wait until the job waits for input again, exits, "
+                                                          "or this many milliseconds pass, and return what it "
+                                                          "printed after this input as `output`.")]
 
 _ERROR_STATUSES = ("error", "not_found")
 
@@ -174,12 +201,41 @@ class _Tools:
                                                                "printed nothing for this many seconds.")] = None,
         task_id: Annotated[str | None, Field(description="Optional task label to group jobs "
                                                          "(process_list can filter by it).")] = None,
+        reuse: Reuse = False,
+        port: Port = None,
+        ephemeral: Ephemeral = False,
         host: HostArg = None,
     ) -> Result:
-        """Start a background job; returns its session_id and pid (status 'running')."""
+        """Start a background job; returns its session_id and pid (status 'running'), or with reuse the
+        running job of that name (reused: true)."""
         return self._call({"host": host, "action": "start", "command": command, "pty": pty, "cwd": cwd, "name": name,
                            "notify_on_complete": notify_on_complete, "watch_patterns": watch_patterns,
-                           "max_runtime": max_runtime, "env": env, "quiet_after": quiet_after}, task_id=task_id or None)
+                           "max_runtime": max_runtime, "env": env, "quiet_after": quiet_after, "reuse": reuse,
+                           "port": port, "ephemeral": ephemeral}, task_id=task_id or None)
+
+    def process_exec(
+        self,
+        command: Annotated[str, Field(description="The shell command to run (bash -c), e.g. 'make test'.")],
+        yield_ms: Annotated[float, Field(ge=0, description="Return after at most this many milliseconds "
+                                                           "(the job keeps running).")] = 10_000,
+        pty: Annotated[bool, Field(description="Run in a pseudo-terminal.")] = False,
+        cwd: Annotated[str | None, Field(description="Working directory (default: the server's).")] = None,
+        name: Annotated[str | None, Field(description="A short label shown in lists and the dashboard.")] = None,
+        env: Annotated[dict[str, str] | None, Field(description="Extra environment variables.")] = None,
+        max_runtime: Annotated[float | None, Field(description="Kill the job's whole tree after this many "
+                                                               "seconds; it then ends 'timed_out'.")] = None,
+        reuse: Reuse = False,
+        port: Port = None,
+        ephemeral: Ephemeral = False,
+        task_id: Annotated[str | None, Field(description="Optional task label to group jobs.")] = None,
+        host: HostArg = None,
+    ) -> Result:
+        """Run a command and return at the first of: it exits, it waits for input, yield_ms pass. status
+        'exited' (exit_code) or 'running' (continue with session_id), reason (exited, awaiting_input,
+        yielded) and output (everything so far; capped, output_note says what was left out)."""
+        return self._call({"host": host, "action": "exec", "command": command, "yield_ms": yield_ms, "pty": pty,
+                           "cwd": cwd, "name": name, "env": env, "max_runtime": max_runtime, "reuse": reuse,
+                           "port": port, "ephemeral": ephemeral}, task_id=task_id or None)
 
     def process_list(
         self,
@@ -238,20 +294,25 @@ class _Tools:
         self,
         session_id: SessionId,
         data: Annotated[str, Field(description="Text sent to the job's stdin exactly as given (no Enter).")],
+        yield_ms: YieldMs = None,
         host: HostArg = None,
     ) -> Result:
-        """Send raw text to the job's stdin without pressing Enter."""
-        return self._call({"host": host, "action": "write", "session_id": session_id, "data": data})
+        """Send raw text to the job's stdin without pressing Enter; with yield_ms also the job's reply."""
+        return self._call({"host": host, "action": "write", "session_id": session_id, "data": data,
+                           "yield_ms": yield_ms})
 
     def process_submit(
         self,
         session_id: SessionId,
         data: Annotated[str, Field(description="The line to type before Enter (empty: just press "
                                                "Enter).")] = "",
+        yield_ms: YieldMs = None,
         host: HostArg = None,
     ) -> Result:
-        """Type a line into the job and press Enter (answers prompts, runs REPL statements)."""
-        return self._call({"host": host, "action": "submit", "session_id": session_id, "data": data})
+        """Type a line into the job and press Enter (answers prompts, runs REPL statements); with yield_ms
+        also the job's reply (`output`)."""
+        return self._call({"host": host, "action": "submit", "session_id": session_id, "data": data,
+                           "yield_ms": yield_ms})
 
     def process_close(self, session_id: SessionId, host: HostArg = None) -> Result:
         """Close the job's stdin (EOF; Ctrl-D for a pty job)."""
@@ -307,6 +368,16 @@ class _Tools:
         job)."""
         return self._call({"host": host, "action": "signal", "session_id": session_id, "signal": signal,
                            "pid": pid, "start_ticks": start_ticks})
+
+
+    def process_pin(self, session_id: SessionId, host: HostArg = None) -> Result:
+        """Keep an ephemeral (leased) job running after its owner ends. Returns ok with lease {pid, pinned,
+        owner_alive}."""
+        return self._call({"host": host, "action": "pin", "session_id": session_id})
+
+    def process_unpin(self, session_id: SessionId, host: HostArg = None) -> Result:
+        """Undo process_pin: the job is killed when its owner ends (at once if it has)."""
+        return self._call({"host": host, "action": "unpin", "session_id": session_id})
 
 
 def serve(home: str | None = None) -> None:

@@ -21,6 +21,7 @@ from ``$HERMES_PROCS_HOME`` and friends). With ``task_id``, ``start`` records th
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -34,21 +35,36 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
-ACTIONS = ("start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search", "restart",
-           "tree", "signal")
+ACTIONS = ("exec", "start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search",
+           "restart", "tree", "signal", "pin", "unpin")
 
 _DESCRIPTION = (
     "Run and control background processes (builds, test runs, dev servers, installers, REPLs) "
     "that keep running between your turns and that the user can watch in the hermes-procs "
     "dashboard.\n"
-    "Actions: start (run `command`; returns session_id), list, poll (status, recent output, "
-    "awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count), log (output lines), "
+    "Actions: exec (run `command` and get its result in one call: it returns when the command "
+    "exits, waits for input, or yield_ms (default 10000) pass, with status, exit_code, reason and "
+    "output; a command still running keeps going as a job: continue with its session_id), start "
+    "(run `command` in the background; returns session_id), list, poll (status, recent output, "
+    "awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count, ports), log (output lines), "
     "wait (block until exit, or until=input / quiet:SECONDS / output:REGEX / port:N), kill, "
     "write, submit, close (send EOF to stdin), screen (a pty job's terminal screen as text), "
     "search (regex over whole logs), restart (run a job's command again as a new job), tree (the "
     "job's processes: pid, state, CPU, memory, which one waits for input, command), signal (send "
-    "one signal to the job, or with pid to one process of its tree).\n"
+    "one signal to the job, or with pid to one process of its tree), pin / unpin (keep an "
+    "ephemeral job after you are gone, or not).\n"
     "Know this:\n"
+    "- One-shot commands (a build, a test run, git, ls, an installer): exec. It returns the "
+    "result at once when the command is quick; when it asks a question (reason 'awaiting_input') "
+    "answer with submit and yield_ms, which returns only the job's reply to that line.\n"
+    "- Dev servers: start with a name, reuse=true and port=N. reuse returns the job already "
+    "running under that name (reused: true) instead of a second server; port refuses to start "
+    "when N is taken and names who holds it; then wait until='port' (the job's own port). poll "
+    "and list show the ports each job listens on.\n"
+    "- Jobs are durable: they run on after you finish, until they end or are killed. For scratch "
+    "jobs (a watcher, a server only this session needs) set ephemeral=true: the job is killed "
+    "when you (this agent process / MCP client) are gone. pin keeps such a job anyway, unpin "
+    "undoes it.\n"
     "- A started job runs silently: you hear nothing about it unless you set "
     "notify_on_complete=true (an event when it exits) or watch_patterns (an event when a line "
     "contains one of the strings), or you poll/wait yourself.\n"
@@ -86,20 +102,43 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
             "action": {
                 "type": "string",
                 "enum": list(ACTIONS),
-                "description": "What to do. start needs command; write needs session_id and data; "
+                "description": "What to do. exec and start need command; write needs session_id and data; "
                 "search needs pattern; signal needs session_id and signal; poll, log, wait, kill, "
-                "submit, close, screen, restart, tree need session_id; list needs nothing.",
+                "submit, close, screen, restart, tree, pin, unpin need session_id; list needs nothing.",
             },
             "command": {
                 "type": "string",
-                "description": "start: the shell command to run (bash -c).",
+                "description": "exec, start: the shell command to run (bash -c).",
+            },
+            "yield_ms": {
+                "type": "number",
+                "minimum": 0,
+                "description": "exec (default 10000), write, submit: return after at most this many "
+                "milliseconds, or sooner when the job exits or waits for input; with `output`.",
             },
             "pty": {
                 "type": "boolean",
-                "description": "start: run in a pseudo-terminal (REPLs, interactive prompts). Default false.",
+                "description": "exec, start: run in a pseudo-terminal (REPLs, interactive prompts). Default false.",
             },
-            "cwd": {"type": "string", "description": "start: working directory (default: the current one)."},
-            "name": {"type": "string", "description": "start: a short label shown in list and the dashboard."},
+            "cwd": {"type": "string", "description": "exec, start: working directory (default: the current one)."},
+            "name": {"type": "string", "description": "exec, start: a short label shown in list and the dashboard."},
+            "reuse": {
+                "type": "boolean",
+                "description": "exec, start: when a job of this `name` is running, return it (reused: true) "
+                "and start nothing. For dev servers.",
+            },
+            "port": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 65535,
+                "description": "exec, start: the TCP port the job will serve; refused (naming the holder) "
+                "when it is in use; wait until='port' waits for it.",
+            },
+            "ephemeral": {
+                "type": "boolean",
+                "description": "exec, start: kill the job when its caller (this agent process, or the MCP "
+                "client's server) ends; default false (jobs are durable). pin keeps it.",
+            },
             "notify_on_complete": {
                 "type": "boolean",
                 "description": "start: deliver a completion event (exit code + last output) when the "
@@ -140,7 +179,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
             "data": {
                 "type": "string",
                 "description": "write: bytes to send as is (no Enter). submit: the line to send "
-                "before Enter (may be empty to just press Enter).",
+                "before Enter (may be empty to just press Enter). With yield_ms the result's `output` "
+                "is what the job printed after it.",
             },
             "timeout": {
                 "type": "number",
@@ -150,7 +190,8 @@ PROCESS_TOOL_SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "description": "wait: what to wait for: 'exit' (default), 'input' (the job blocks "
                 "reading its stdin: a prompt), 'quiet:SECONDS' (no output for that long), "
-                "'output:REGEX' (new output matches), 'port:N' (the job listens on TCP port N).",
+                "'output:REGEX' (new output matches), 'port:N' (the job listens on TCP port N), 'port' "
+                "(on the port it was started with).",
             },
             "pattern": {
                 "type": "string",
@@ -392,9 +433,24 @@ def _action(args: dict[str, Any]) -> str:
 # the actions: one handler each, (registry, args, task_id) -> result dict
 # ---------------------------------------------------------------------------------------------
 def _start(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
-    command = _get(args, "command", str, required=True)
+    return _as_dict(reg.spawn(_command(args), **_spawn_options(reg, args, task_id)))
+
+
+def _exec(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    command, options = _command(args), _spawn_options(reg, args, task_id)
+    yield_ms = args.get("yield_ms")  # validated by the registry (error dict)
+    return _as_dict(reg.exec(command, **options) if yield_ms is None else reg.exec(command, yield_ms, **options))
+
+
+def _command(args: dict[str, Any]) -> str:
+    command: str = _get(args, "command", str, required=True)
     if not command.strip():
         raise _ArgError("argument 'command' must not be empty")
+    return command
+
+
+def _spawn_options(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    """The spawn arguments of start and exec."""
     kwargs = {
         "cwd": _get(args, "cwd", str),
         "pty": _get(args, "pty", bool, default=False),
@@ -403,11 +459,25 @@ def _start(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> d
         "watch_patterns": _get(args, "watch_patterns", list),
         "env": _get(args, "env", dict),
         "task_id": task_id or "",
+        "reuse": _get(args, "reuse", bool, default=False),
     }
-    for passed_on in ("quiet_after", "max_runtime"):  # validated by the registry (error dict)
+    for passed_on in ("quiet_after", "max_runtime", "port"):  # validated by the registry (error dict)
         if args.get(passed_on) is not None:
             kwargs[passed_on] = args[passed_on]
-    return _as_dict(reg.spawn(command, **kwargs))
+    if _get(args, "ephemeral", bool, default=False):
+        kwargs["lease"] = _caller(reg)
+    return kwargs
+
+
+def _caller(reg: ProcessRegistry) -> int:
+    """Who an ephemeral job is leased to: this process (the agent that calls the tool, or the MCP
+    server, which lives as long as its client); on a remote host, this connection's server there."""
+    if not getattr(reg, "remote", False):
+        return os.getpid()
+    pid = reg.caller_pid()  # type: ignore[attr-defined]  # a RemoteRegistry (ProcessRegistry(host=...))
+    if not isinstance(pid, int):
+        raise _ArgError("ephemeral: the host cannot be reached, so the job cannot be leased to this connection")
+    return pid
 
 
 def _search(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
@@ -453,12 +523,21 @@ def _kill(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> di
 
 def _write(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
-    return _as_dict(reg.write(session_id, _get(args, "data", str, required=True)))
+    data = _get(args, "data", str, required=True)
+    return _as_dict(reg.write(session_id, data, yield_ms=args.get("yield_ms")))  # yield_ms: the registry checks it
 
 
 def _submit(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
     session_id = _session_id(args)
-    return _as_dict(reg.submit(session_id, _get(args, "data", str, default="")))
+    return _as_dict(reg.submit(session_id, _get(args, "data", str, default=""), yield_ms=args.get("yield_ms")))
+
+
+def _pin(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    return _as_dict(reg.pin(_session_id(args)))
+
+
+def _unpin(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    return _as_dict(reg.unpin(_session_id(args)))
 
 
 def _close(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
@@ -495,9 +574,9 @@ def _signal(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
 
 
 _HANDLERS: dict[str, Callable[[ProcessRegistry, dict[str, Any], str | None], dict[str, Any]]] = {
-    "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
+    "exec": _exec, "start": _start, "list": _list, "poll": _poll, "log": _log, "wait": _wait, "kill": _kill,
     "write": _write, "submit": _submit, "close": _close, "screen": _screen, "search": _search,
-    "restart": _restart, "tree": _tree, "signal": _signal,
+    "restart": _restart, "tree": _tree, "signal": _signal, "pin": _pin, "unpin": _unpin,
 }
 
 

@@ -1,5 +1,6 @@
 """Acting on a running job: input (`write`, `submit`, `close_stdin`), `resize`, signals (to the
-job, or to one of its processes), watch patterns, a live `stream`, and `kill`."""
+job, or to one of its processes), watch patterns, a live `stream`, `kill`, and `pin` / `unpin`
+(a leased job kept when its owner ends, or not)."""
 
 from __future__ import annotations
 
@@ -10,31 +11,38 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..supervisor import proctree, text
+from ..supervisor import proctree, text, wire
 from ..supervisor.bounds import seconds, terminal_size, whole
-from . import logstore, processes, protocol
-from .base import MAX_WRITE, BadInput, RegistryBase, _env_float, _outcome_fields, _safe
+from . import leases, logstore, processes, protocol, wait_until
+from .base import MAX_WRITE, BadInput, _env_float, _outcome_fields, _safe
 from .jobstate import CorruptJob, Job, load
 from .model import Signal
 from .spawn import _check_watch_patterns
+from .yielding import Yielding, yield_seconds
 
 
-class Controlling(RegistryBase):
+class Controlling(Yielding):
     """The verbs that act on a running job."""
 
     @_safe
-    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> dict[str, Any]:
-        """Send `data` (str or bytes, at most 1 MiB) to the job's stdin as it is.
+    def write(self, session_id: str, data: str | bytes, source: str = "agent",
+              yield_ms: float | None = None) -> dict[str, Any]:
+        """Send `data` (str or bytes, at most 1 MiB) to the job's stdin as it is. `yield_ms`: then
+        wait until the job waits for input again, exits, or that many ms pass, and return what it
+        printed after this write as `output` (with status, reason, exit_code as exec gives them).
 
         Returns `ok` with bytes_written, `already_exited`, or `error` when stdin is closed."""
-        return self._write(session_id, data, source, enter=False)
+        return self._write(session_id, data, source, enter=False, yield_ms=yield_ms)
 
     @_safe
-    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> dict[str, Any]:
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent",
+               yield_ms: float | None = None) -> dict[str, Any]:
         """As `write`, with Enter appended (\n; \r for a PTY job)."""
-        return self._write(session_id, data, source, enter=True)
+        return self._write(session_id, data, source, enter=True, yield_ms=yield_ms)
 
-    def _write(self, session_id: str, data: object, source: object, enter: bool) -> dict[str, Any]:
+    def _write(self, session_id: str, data: object, source: object, enter: bool,
+               yield_ms: float | None = None) -> dict[str, Any]:
+        seconds = None if yield_ms is None else yield_seconds(yield_ms)
         if isinstance(data, str):
             raw = data.encode()
         elif isinstance(data, (bytes, bytearray)):
@@ -50,10 +58,15 @@ class Controlling(RegistryBase):
             raise BadInput(f"data is {len(raw)} bytes; at most {MAX_WRITE} bytes can be written per call")
         if not job.running:
             return self._already_exited(job)
+        if seconds is not None:  # where the answer starts, and who reads stdin before it is sent
+            start, baseline = logstore.total_bytes(job.dir), wait_until.blocked_counts(job)
         reply = self._live(job, {"op": "write", "data": base64.b64encode(raw).decode(), "source": source})
-        if reply.get("ok"):
-            return {"status": "ok", "session_id": job.session_id, "bytes_written": reply["bytes_written"]}
-        return self._live_error(job, reply)
+        if not reply.get("ok"):
+            return self._live_error(job, reply)
+        result = {"status": "ok", "session_id": job.session_id, "bytes_written": reply["bytes_written"]}
+        if seconds is None:
+            return result
+        return {**result, **self._yield(job, start, seconds, baseline)}
 
     @_safe
     def close_stdin(self, session_id: str) -> dict[str, Any]:
@@ -126,6 +139,29 @@ class Controlling(RegistryBase):
         if reply.get("ok"):
             return {"status": "ok", "session_id": job.session_id, "watch_patterns": reply["patterns"]}
         return self._live_error(job, reply)
+
+    @_safe
+    def pin(self, session_id: str) -> dict[str, Any]:
+        """Keep a leased job (spawn's `lease`) running when its owner ends. Returns `ok` with
+        `lease` ({pid, pinned, owner_alive}), `already_exited`, or `error` for a job without a lease."""
+        return self._pin(session_id, True)
+
+    @_safe
+    def unpin(self, session_id: str) -> dict[str, Any]:
+        """Undo `pin`: the job's tree is killed when its lease owner ends (at once if it has)."""
+        return self._pin(session_id, False)
+
+    def _pin(self, session_id: str, pinned: bool) -> dict[str, Any]:
+        job = self._job(session_id)
+        if leases.view(job.dir, job.meta) is None:
+            raise BadInput(f"{job.session_id} has no lease, so there is nothing to {'pin' if pinned else 'unpin'}: "
+                           "it runs until it ends or is killed")
+        if not job.running:
+            return self._already_exited(job)
+        reply = self._live(job, {"op": wire.PIN, "pinned": pinned})
+        if not reply.get("ok"):
+            return self._live_error(job, reply)
+        return {"status": "ok", "session_id": job.session_id, "lease": leases.view(job.dir, job.meta)}
 
     def stream(self, session_id: str, input: bool = False, source: str = "human") -> protocol.Stream:
         """A live attach from the current end of the output (`stream.offset`); older output is in

@@ -22,11 +22,13 @@ then turned into text with :func:`hermes_procs.core.supervisor.text.to_text`.  W
 output, line 0 is the first retained (possibly partial) line.  A trailing line without a
 newline yet counts as a line.
 
-:class:`LineIndex` keeps the start offset of every 64th line in an ``array('q')`` (about 1 MB
-for 6 M lines) and extends itself incrementally as the log grows; :func:`read_lines` keeps one
-index per job folder in a small in-process LRU cache, so repeated reads of a growing 500 MB
-log only scan the new bytes.  Nothing here decodes or holds a whole log in memory: scans read
-1 MiB chunks and any one returned line is capped at 64 KiB of raw bytes.
+:func:`read_lines` (``read_log``) reads no more than the lines it returns: line numbers come
+from the counts of line ends kept in ``lines.idx`` next to the log (core/registry/linecounts.py), so
+the last 200 lines of a 500 MB log cost a seek and a few KB, in any process, once any reader
+has counted the log.  :class:`LineIndex` (the dashboard's, for scrolling) keeps the start
+offset of every 64th line in an ``array('q')`` (about 1 MB for 6 M lines) and extends itself
+incrementally as the log grows.  Nothing here decodes or holds a whole log in memory: scans
+read 1 MiB chunks and any one returned line is capped at 64 KiB of raw bytes.
 
 Stdlib only.
 """
@@ -39,13 +41,13 @@ import threading
 import time
 from array import array
 from bisect import bisect_right
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..supervisor.text import to_text
+from .linecounts import LineCounts
 
 __all__ = [
     "LINE_CAP",
@@ -54,9 +56,11 @@ __all__ = [
     "STATE_NAME",
     "LineIndex",
     "dropped_bytes",
+    "line_counts",
     "read_bytes",
     "read_lines",
     "segments",
+    "snapshot",
     "tail_bytes",
     "tail_span",
     "total_bytes",
@@ -69,7 +73,6 @@ STATE_NAME = "logstate.json"
 CHUNK = 1 << 20  # scan granularity
 LINE_CAP = 64 * 1024  # raw bytes of one line turned into text by read_lines
 CHECKPOINT_EVERY = 64  # LineIndex keeps the start of every Nth line
-_CACHE_SIZE = 64  # LineIndex objects kept by read_lines
 
 
 # --- layout --------------------------------------------------------------------------
@@ -192,6 +195,12 @@ class _Layout:
                 os.close(s.fd)
         self.segs = [s._replace(fd=-1) for s in self.segs]
 
+    def __enter__(self) -> _Layout:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __del__(self) -> None:
         try:
             self.close()
@@ -243,6 +252,18 @@ class _Layout:
                 raise _Rotated(str(s.path))
             out.append(data)
         return out[0] if len(out) == 1 else b"".join(out)
+
+
+def snapshot(jobdir: Path) -> _Layout:
+    """The job's retained log as it is now, pinned (rotations after this change nothing it
+    reads): ``base``, ``end``, ``read(start, end)``; close it (or use it with ``with``)."""
+    return _Layout.of_jobdir(Path(jobdir))
+
+
+def line_counts(jobdir: Path | None, layout: _Layout) -> LineCounts:
+    """Line numbers over ``layout`` from the job's lines.idx (core/registry/linecounts.py); ``jobdir``
+    None: none stored."""
+    return LineCounts(jobdir, layout.base, layout.end, [s.start for s in layout.segs], layout.read)
 
 
 def total_bytes(jobdir: Path) -> int:
@@ -538,25 +559,6 @@ class LineIndex:
 
 # --- read_lines ----------------------------------------------------------------------
 
-_cache: OrderedDict[str, LineIndex] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _index_for(jobdir: Path) -> LineIndex:
-    key = os.path.abspath(jobdir)
-    with _cache_lock:
-        idx = _cache.get(key)
-        if idx is not None:
-            _cache.move_to_end(key)
-    if idx is None:
-        idx = LineIndex(jobdir)
-        with _cache_lock:
-            idx = _cache.setdefault(key, idx)
-            _cache.move_to_end(key)
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
-    return idx
-
 
 def _cut_utf8_tail(b: bytes) -> bytes:
     """Drop an incomplete multi-byte UTF-8 sequence at the end of ``b``."""
@@ -570,20 +572,31 @@ def _cut_utf8_tail(b: bytes) -> bytes:
     return b
 
 
-def _line_text(idx: LineIndex, start: int, end: int, cap: int) -> str:
+def _line_text(read: Callable[[int, int], bytes], start: int, end: int, cap: int) -> str:
     n = end - start
     if n <= cap:
-        return to_text(idx.read(start, end))
+        return to_text(read(start, end))
     # An oversized line.  If it is redrawn with \r (a progress bar), its end is what counts;
     # otherwise keep its beginning.
-    tail = idx.read(end - cap, end)
+    tail = read(end - cap, end)
     body = tail.rstrip(b"\r")
     k = body.find(b"\r")
     if k != -1:
         kept = body[k + 1:]
         return f"[… {n - len(kept)} bytes truncated] " + to_text(kept)
-    head = _cut_utf8_tail(idx.read(start, start + cap))
+    head = _cut_utf8_tail(read(start, start + cap))
     return to_text(head) + f"… [{n - len(head)} bytes truncated]"
+
+
+def _line_texts(read: Callable[[int, int], bytes], spans: list[tuple[int, int]]) -> list[str]:
+    """The text of consecutive lines: one read and one conversion when none is over LINE_CAP
+    (converting lines at once gives the lines of converting each: no escape sequence spans a
+    line end), else line by line."""
+    if spans and spans[-1][1] - spans[0][0] <= 8 << 20 and all(e - s <= LINE_CAP for s, e in spans):
+        texts = to_text(read(spans[0][0], spans[-1][1])).split("\n")
+        if len(texts) == len(spans):
+            return texts
+    return [_line_text(read, s, e, LINE_CAP) for s, e in spans]
 
 
 def _human_bytes(n: int) -> str:
@@ -609,19 +622,14 @@ def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200,
     """
     jobdir = Path(jobdir)
     limit = max(0, int(limit))
-    idx = _index_for(jobdir)
-    with idx._lock:  # one reader at a time: its segments stay pinned from refresh to release
-        try:
-            idx.refresh()
-            total = idx.line_count
-            dropped = idx.dropped_bytes
-            first = max(0, total - limit) if offset is None else max(0, int(offset))
-            if since_offset is not None and offset is None:
-                first = max(first, idx.line_at(since_offset))
-            spans = idx.spans(first, limit)
-            texts = [_line_text(idx, s, e, LINE_CAP) for s, e in spans]
-        finally:
-            idx.release()
+    with _Layout.of_jobdir(jobdir) as layout:  # pinned: a rotation meanwhile changes nothing here
+        counts = line_counts(jobdir, layout)
+        total = counts.line_count
+        dropped = layout.base
+        first = max(0, total - limit) if offset is None else max(0, int(offset))
+        if since_offset is not None and offset is None:
+            first = max(first, counts.line_at(since_offset))
+        texts = _line_texts(layout.read, counts.spans(first, limit))
     count = len(texts)
     if total == 0:
         showing = "no output yet" if dropped == 0 else "no lines retained"

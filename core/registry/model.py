@@ -171,6 +171,7 @@ class JobInfo:
     task_id: str = ""
     session_key: str = ""
     error: str = ""
+    ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], session_id: str = "") -> JobInfo:
@@ -193,6 +194,7 @@ class JobInfo:
             task_id=str(data.get("task_id") or ""),
             session_key=str(data.get("session_key") or ""),
             error=str(data.get("error") or ""),
+            ports=tuple(p for p in data.get("ports") or () if isinstance(p, int) and not isinstance(p, bool)),
         )
 
     @property

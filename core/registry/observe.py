@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..supervisor import stats, text, timeline
 from ..supervisor.bounds import whole
-from . import events, listindex, logstore, processes, protocol
+from . import events, leases, listindex, logstore, processes, protocol
 from .base import MAX_LOG_BYTES, UNSUPERVISED, BadInput, RegistryBase, _outcome_fields, _safe
 from .jobstate import CorruptJob, Job, load
 from .paths import job_inodes, open_nofollow, resolve_id
@@ -59,14 +59,16 @@ class Observing(RegistryBase):
             job.exit = reply["exit"]
         return reply
 
-    def _summary(self, job: Job, preview_chars: int, seen: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _summary(self, job: Job, preview_chars: int, seen: dict[str, Any] | None = None,
+                 listeners: stats.Listeners | None = None) -> dict[str, Any]:
         start, tail = self._tail(job, preview_chars * 4 + 4096, seen)
         result = {"status": job.status, "session_id": job.session_id, "command": job.meta["command"],
                   "name": job.meta.get("name", ""), "pid": job.pid, "pty": job.meta.get("pty", False),
                   "cwd": job.meta.get("cwd"), "started_at": job.started_iso(), "uptime_seconds": job.uptime(),
                   "output_preview": text.last_chars(tail, preview_chars), "output_bytes": start + len(tail),
                   "task_id": job.meta.get("task_id", ""), "session_key": job.meta.get("session_key", ""),
-                  "rerun_of": job.meta.get("rerun_of"), **self._figures(job)}
+                  "rerun_of": job.meta.get("rerun_of"), "port": job.meta.get("port"),
+                  "lease": leases.view(job.dir, job.meta), **self._figures(job, listeners)}
         if not job.running:
             result.update(_outcome_fields(job))
         elif job.unsupervised:
@@ -92,13 +94,15 @@ class Observing(RegistryBase):
         seen["tail"] = (key, span)
         return span
 
-    def _figures(self, job: Job) -> dict[str, Any]:
-        """awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count (core/supervisor/stats.py)."""
+    def _figures(self, job: Job, listeners: stats.Listeners | None = None) -> dict[str, Any]:
+        """awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count, ports
+        (core/supervisor/stats.py)."""
         proc = job.proc or {}
         return stats.job_figures(job.session_id, self._cpu, running=job.running, root=job.pid,
                                  supervisor_pid=proc.get("supervisor_pid") if job.supervisor_alive else None,
                                  started_at=job.started_at, log_path=f"{job.dir}/{logstore.LOG_NAME}",
-                                 supervisor_stat=job.extra.get("supervisor_stat"), log_stat=job.extra.get("log_stat"))
+                                 supervisor_stat=job.extra.get("supervisor_stat"), log_stat=job.extra.get("log_stat"),
+                                 listeners=listeners)
 
     @_safe
     def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
@@ -166,14 +170,15 @@ class Observing(RegistryBase):
         self._forget(set(ids))
         chosen = None if only is None else set(only)
         wanted = ids if chosen is None else [sid for sid in ids if sid in chosen]
+        listeners = stats.Listeners()  # /proc/net read once for every running job's ports
         for session_id in wanted:
             row = finished.get(session_id)
             if row is None:
-                row, done = self._list_row(session_id, inodes[session_id])
+                row, done = self._list_row(session_id, inodes[session_id], listeners)
                 if done:
                     new.append(row)
-            if _filed_under(row, task_id, session_key):
-                rows.append({**stats.IDLE, "rerun_of": None, **row})  # index rows written before these fields
+            if _filed_under(row, task_id, session_key):  # index rows written before these fields:
+                rows.append({**stats.IDLE, "rerun_of": None, "port": None, "lease": None, "ports": [], **row})
         self._index_rows(finished, new, ids)
         rows.sort(key=lambda r: r.pop("_sort"), reverse=True)
         return rows
@@ -212,7 +217,7 @@ class Observing(RegistryBase):
                 listindex.append(self.home, new)
                 self._index_lines += len(new)
 
-    def _list_row(self, session_id: str, ino: int) -> tuple[dict[str, Any], bool]:
+    def _list_row(self, session_id: str, ino: int, listeners: stats.Listeners) -> tuple[dict[str, Any], bool]:
         """One row of `list` read from the job folder, and whether the job is finished for good
         (exit recorded, supervisor gone: the row can no longer change).
 
@@ -231,7 +236,7 @@ class Observing(RegistryBase):
             return {"session_id": session_id, "status": "corrupt", "error": str(exc), "command": "", "name": "",
                     "pid": None, "pty": False, "cwd": None, "started_at": None, "uptime_seconds": 0,
                     "output_preview": "", "_sort": 0.0}, False
-        row = self._summary(job, preview_chars=200, seen=seen)
+        row = self._summary(job, preview_chars=200, seen=seen, listeners=listeners)
         row["command"] = row["command"][:200]
         row["_sort"] = job.started_at
         done = job.exit is not None and not job.supervisor_alive

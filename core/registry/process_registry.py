@@ -6,8 +6,9 @@ state, job lookup, the supervisor's socket, errors as dicts):
     spawn.py         spawn, restart
     observe.py       poll, get, list, read_log, log_bytes, screen, search, inputs, tree
     wait.py          wait, wait_any
+    yielding.py      exec (and the yield of write and submit)
     control.py       write, submit, close_stdin, resize, signal, signal_process,
-                     set_watch_patterns, stream, kill
+                     set_watch_patterns, stream, kill, pin, unpin
     consumers.py     drain_events, forget_consumer
     housekeeping.py  prune, and the automatic prune
 
@@ -25,7 +26,6 @@ from .control import Controlling
 from .housekeeping import Housekeeping
 from .observe import Observing
 from .spawn import Spawning
-from .wait import Waiting
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,7 +44,7 @@ def plug_remote(factory: Callable[[str, str | os.PathLike[str] | None], object])
     _remote = factory
 
 
-class ProcessRegistry(Spawning, Observing, Waiting, Controlling, Consumers, Housekeeping):
+class ProcessRegistry(Spawning, Observing, Controlling, Consumers, Housekeeping):
     """Durable background jobs under a state home; docs/api.md describes every method."""
 
     def __new__(cls, home: str | os.PathLike[str] | None = None, host: str | None = None) -> ProcessRegistry:

@@ -9,7 +9,8 @@ identity check, so a pid recycled meanwhile is never hit).
 Each row: ``pid``, ``ppid``, ``start_ticks``, ``depth`` (0 for the job's top processes),
 ``command``, ``state`` (the /proc letter: R S D T t Z I ...), ``cpu_percent`` (of one core,
 since the previous call for that process; its average since it started on the first),
-``rss_bytes``, ``awaiting_input`` (blocked reading the job's stdin or terminal). Rows come in
+``rss_bytes``, ``awaiting_input`` (blocked reading the job's stdin or terminal), ``ports`` (the
+TCP ports it listens on). Rows come in
 tree order: each process right after its parent, siblings by pid.
 """
 
@@ -69,15 +70,16 @@ class ProcessRows:
         since the scan is left out. `stdin_target`: what the job's stdin is (stats.fd_target of
         its root's fd 0), for `awaiting_input`."""
         found: dict[int, Row] = {}
+        listeners = stats.Listeners()
         with self._lock:
             for pid, ticks in members.items():
-                row = self._row(pid, ticks, stdin_target)
+                row = self._row(pid, ticks, stdin_target, listeners)
                 if row is not None:
                     found[pid] = row
             self._forget()
         return _tree_order(found)
 
-    def _row(self, pid: int, ticks: int, stdin_target: str | None) -> Row | None:
+    def _row(self, pid: int, ticks: int, stdin_target: str | None, listeners: stats.Listeners) -> Row | None:
         fields = proctree.stat_fields(pid)
         if not fields or int(fields[19]) != ticks:
             return None
@@ -88,7 +90,7 @@ class ProcessRows:
                 "command": command_line(pid), "state": fields[0],
                 "cpu_percent": self._cpu.percent(f"{pid}:{ticks}", used, started),
                 "rss_bytes": int(fields[21]) * stats.PAGE_SIZE,
-                "awaiting_input": stats.waiting_for_input([pid], stdin_target)}
+                "awaiting_input": stats.waiting_for_input([pid], stdin_target), "ports": listeners.ports([pid])}
 
     def _forget(self) -> None:
         """Drop the CPU figures of processes that are gone (of every job this was asked about)."""

@@ -1,13 +1,19 @@
-"""Regex search over a job's whole retained log, streamed: a 500 MB log is never in memory.
+"""Regex search over a job's whole retained log at the speed of grep: a 500 MB log is never
+in memory, and no Python code runs per line that does not match.
 
 Lines are numbered as `read_log` numbers them (line 0 = the first retained line; split on
 ``\\n`` in the raw bytes; each line's text has ANSI stripped and ``\\r`` redraws collapsed), so
-a match's ``line_no`` is the ``offset`` to read around it. The log is read in blocks of whole
-lines (1 MiB); each block's text goes to the pattern once (core/registry/userregex.py: RE2, or Python's
-re in a worker process with a deadline), which names the lines that match. A block of plain
-ASCII (no escape sequence, no control character) goes to the engine as it is; only a block with
-matches still to report is split into lines, so past `limit` the cost of a plain log is one RE2
-pass over its bytes.
+a match's ``line_no`` is the ``offset`` to read around it. :func:`blocks` reads the log in
+blocks of whole lines (1 MiB) through one pinned snapshot; :func:`block_hits` gives each block
+to the pattern once (core/registry/userregex.py): a block of plain ASCII (no escape sequence, ``\\r``,
+backspace, NUL, BEL or DEL) is searched as it is by RE2 over the whole block (a literal run of
+the pattern first, from its rarest byte); a block of coloured ASCII text only (SGR sequences)
+by the pattern's literal first, with colours allowed between its characters
+(core/registry/colourfind.py), converting only the lines that hold it; any other block as its
+text. Line numbers come from
+the counts of line ends kept next to the log (core/registry/linecounts.py), only for the blocks that
+hold a match to return; the lines around a match are read from its block (or from the log, at
+a block's edge). The dashboard's ``&`` filter runs on the same functions.
 
 Every answer is bounded: at most `limit` matches, each line (match or context) cut to
 LINE_CHARS characters, and MAX_ANSWER_CHARS characters of lines in all; the matches past that
@@ -16,13 +22,13 @@ are counted but not returned, and the collector says it was capped.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..supervisor.text import looks_plain, to_text
 from . import logstore
+from .linecounts import LineCounts
 from .userregex import UserRegex
 
 CHUNK = 1 << 20
@@ -61,91 +67,159 @@ class Collector:
         return CAPPED_NOTE.format(limit=self.max_chars, shown=len(self.matches), total=total)
 
 
+class Block(NamedTuple):
+    """``data[:end]`` holds whole lines of the log from absolute offset ``start`` (the last block
+    of the log may end without a line end; a line over LONG_LINE comes in pieces); bytes after
+    ``end`` are the start of the next line."""
+
+    start: int
+    data: bytes
+    end: int
+
+    def line_end(self, pos: int) -> int:
+        """Where the line starting at ``pos`` ends (its ``\\n``, or ``end``)."""
+        stop = self.data.find(b"\n", pos, self.end)
+        return self.end if stop < 0 else stop
+
+
+LONG_LINE = 4 * CHUNK  # a line longer than this is searched in pieces of this size
+
+
+def blocks(layout: Any) -> Iterator[Block]:
+    """The retained log of a pinned snapshot (logstore.snapshot) in blocks of whole lines."""
+    pos, stop, size = layout.base, layout.end, CHUNK
+    while pos < stop:
+        data = layout.read(pos, min(stop, pos + size))
+        if not data:
+            return
+        end = len(data) if pos + len(data) >= stop else data.rfind(b"\n") + 1
+        if end == 0:
+            if size < LONG_LINE:
+                size *= 2  # a long line: read on
+                continue
+            end = len(data)
+        yield Block(pos, data, end)
+        pos, size = pos + end, CHUNK
+
+
+def block_hits(regex: UserRegex, block: Block, convert: Callable[[bytes], str] = to_text,
+               plain: bool = False, limit: int | None = None) -> tuple[list[int], int]:
+    """Offsets in ``block.data`` where the lines whose text (``convert``) matches start, at most
+    ``limit`` of them, and how many more lines match; ``plain``: the block's bytes are known
+    to be plain (the line counts say so)."""
+    data, end = block.data, block.end
+    if plain or looks_plain(data):  # an ordinary log's bytes are its text
+        return regex.line_starts(data, end, limit)
+    candidates = regex.coloured_lines(data, end)
+    if candidates is not None:  # coloured text: only the lines that hold the pattern's literal
+        return _matching(regex, block, candidates, convert, limit)
+    return _text_hits(regex, data[:end], convert, limit)
+
+
+def _matching(regex: UserRegex, block: Block, starts: list[int], convert: Callable[[bytes], str],
+              limit: int | None) -> tuple[list[int], int]:
+    """Of the lines of the block at ``starts``, those whose text matches (at most ``limit``),
+    and how many more."""
+    found: list[int] = []
+    more = 0
+    for start in starts:
+        text = convert(block.data[start:block.line_end(start)]).encode("utf-8", "surrogatepass")
+        if regex.line_starts(text, len(text), 1)[0]:
+            if limit is None or len(found) < limit:
+                found.append(start)
+            else:
+                more += 1
+    return found, more
+
+
+def _text_hits(regex: UserRegex, raw: bytes, convert: Callable[[bytes], str],
+               limit: int | None) -> tuple[list[int], int]:
+    """block_hits of a block (``raw``, whole lines) matched as its text."""
+    text = convert(raw).encode("utf-8", "surrogatepass")  # the same lines: no conversion joins or splits them
+    found, more = regex.line_starts(text, len(text), limit)
+    if raw and not raw.endswith(b"\n") and text[-1:] in (b"", b"\n") and regex.first("") is not None:
+        if limit is None or len(found) < limit:  # a last line that is empty as text (only escapes)
+            found.append(len(text))
+        else:
+            more += 1
+    starts, pos, line, counted = [], 0, 0, 0
+    for hit in found:
+        want = line + text.count(b"\n", counted, hit)
+        counted = hit
+        while line < want:
+            pos, line = raw.find(b"\n", pos) + 1, line + 1
+        starts.append(pos)
+    return starts, more
+
+
+def hit_lines(counts: LineCounts, block: Block, hits: list[int]) -> Iterator[tuple[int, int]]:
+    """``(line number, offset in the block)`` of each hit, counted from the block's first line."""
+    line, counted = counts.newlines(block.start), 0
+    for pos in hits:
+        line += block.data.count(b"\n", counted, pos)
+        counted = pos
+        yield line, pos
+
+
+def lines_before(layout: Any, counts: LineCounts, block: Block, pos: int, line: int, n: int) -> list[bytes]:
+    """The ``n`` raw lines before the one at ``pos`` (fewer at the log's start), from the block,
+    or the log before it."""
+    data, out = block.data, list[bytes]()
+    while len(out) < n and pos > 0:
+        start = data.rfind(b"\n", 0, pos - 1) + 1
+        out.append(data[start:pos - 1])
+        pos = start
+    out.reverse()
+    missing = min(n, line) - len(out)
+    if missing > 0:
+        out[:0] = _read_lines(layout, counts, line - len(out) - missing, missing)
+    return out
+
+
+def lines_after(layout: Any, counts: LineCounts, block: Block, stop: int, line: int, n: int) -> list[bytes]:
+    """The ``n`` raw lines after the one ending at ``stop`` (line ``line``), from the block, or
+    the log after it."""
+    data, end, out, pos = block.data, block.end, list[bytes](), stop + 1
+    while len(out) < n and pos < end:
+        nxt = block.line_end(pos)
+        out.append(data[pos:nxt])
+        pos = nxt + 1
+    if len(out) < n and block.start + end < layout.end:
+        out += _read_lines(layout, counts, line + 1 + len(out), n - len(out))
+    return out
+
+
+def _read_lines(layout: Any, counts: LineCounts, first: int, count: int) -> list[bytes]:
+    return [layout.read(start, min(stop, start + LONG_LINE)) for start, stop in counts.spans(first, count)]
+
+
 def search_log(jobdir: Path, regex: UserRegex, context: int, out: Collector,
                extra: dict[str, Any] | None = None) -> int:
     """Add the matches of one job's log to `out` ({**extra, "line_no", "line", "before", "after"});
     return how many lines match in all."""
-    before: deque[str] = deque(maxlen=context)
-    waiting: list[dict[str, Any]] = []  # matches still collecting their `after` lines
     total = 0
-    line_no = 0
-    for raw in _blocks(jobdir):
-        text = None if looks_plain(raw) else to_text(raw)  # an ordinary log's bytes are its text
-        hits = regex.lines(raw if text is None else text)
-        total += len(hits)
-        collect = bool(hits) and not out.full
-        if waiting or collect:
-            lines = (to_text(raw) if text is None else text).split("\n")
-            if raw.endswith(b"\n"):
-                lines.pop()
-            waiting = _fill_after(waiting, lines, context, out)
-            if collect:
-                waiting += _new_matches(hits, lines, before, context, line_no, out, extra or {})
-            if context and not out.full:
-                before.extend(lines[-context:])
-            line_no += len(lines)
-        elif not out.full:  # past that, lines need no number and no context
-            if context:
-                before.extend(to_text(line) for line in raw.rsplit(b"\n", context + 1)[-context - 1:-1])
-            line_no += raw.count(b"\n")
+    with logstore.snapshot(jobdir) as layout:
+        counts = logstore.line_counts(jobdir, layout)
+        for block in blocks(layout):
+            room = 0 if out.full else out.limit - len(out.matches)
+            hits, more = block_hits(regex, block, plain=counts.plain(block.start, block.start + block.end),
+                                    limit=room)
+            total += len(hits) + more
+            if hits:
+                _collect(layout, counts, block, hits, context, out, extra or {})
     return total
 
 
-def _fill_after(waiting: list[dict[str, Any]], lines: list[str], context: int,
-                out: Collector) -> list[dict[str, Any]]:
-    """Give the matches of earlier blocks their `after` lines from `lines`; those still short stay."""
-    still = []
-    for match in waiting:
-        after = out.take(lines[:context - len(match["after"])])
-        if after is None:
-            continue
-        match["after"] += after
-        if len(match["after"]) < context:
-            still.append(match)
-    return still
-
-
-def _new_matches(hits: list[int], lines: list[str], before: deque[str], context: int, base: int,
-                 out: Collector, extra: dict[str, Any]) -> list[dict[str, Any]]:
-    """The matches at `hits` (indices into `lines`) that fit in `out`; returns those whose
-    `after` lines run into the next block."""
-    waiting = []
-    for i in hits:
+def _collect(layout: Any, counts: LineCounts, block: Block, hits: list[int], context: int, out: Collector,
+             extra: dict[str, Any]) -> None:
+    for line, pos in hit_lines(counts, block, hits):
         if out.full:
-            break
-        earlier = lines[max(0, i - context):i]
-        if len(earlier) < context and before:
-            earlier = list(before)[len(earlier) - context:] + earlier
-        after = lines[i + 1:i + 1 + context]
-        taken = out.take([lines[i], *earlier, *after])
+            return
+        stop = block.line_end(pos)
+        before = lines_before(layout, counts, block, pos, line, context)
+        after = lines_after(layout, counts, block, stop, line, context)
+        taken = out.take([to_text(raw) for raw in (block.data[pos:stop], *before, *after)])
         if taken is None:
-            break
-        match = {**extra, "line_no": base + i, "line": taken[0], "before": taken[1:1 + len(earlier)],
-                 "after": taken[1 + len(earlier):]}
-        out.matches.append(match)
-        if len(match["after"]) < context:
-            waiting.append(match)
-    return waiting
-
-
-def _blocks(jobdir: Path) -> Iterator[bytes]:
-    """The retained log in pieces of whole lines (the last piece may end without a line end).
-    Converting a block to text at once gives the lines of converting each line: no escape
-    sequence a line end can be part of survives the conversion."""
-    offset = logstore.dropped_bytes(jobdir)
-    end = logstore.total_bytes(jobdir)
-    carry = b""
-    while offset < end:
-        data = logstore.read_bytes(jobdir, offset, min(end, offset + CHUNK))
-        if not data:
-            break
-        offset += len(data)
-        data = carry + data
-        cut = data.rfind(b"\n") + 1
-        if cut == 0 and len(data) < 4 * CHUNK:  # a very long line: keep reading it
-            carry = data
-            continue
-        carry = data[cut:] if cut else b""
-        yield data[:cut] if cut else data
-    if carry:
-        yield carry
+            return
+        out.matches.append({**extra, "line_no": line, "line": taken[0], "before": taken[1:1 + len(before)],
+                            "after": taken[1 + len(before):]})

@@ -1,18 +1,23 @@
 """Starting jobs: `spawn` (every argument checked, then the supervisor started through the
-home's warm template or as a new interpreter) and `restart` (the same job again)."""
+home's warm template or as a new interpreter; with `reuse` or `port`, what the job claims looked
+for first, under the home's spawn lock) and `restart` (the same job again)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..supervisor import reaper, template
+from ..supervisor import proctree, reaper, template
 from ..supervisor.bounds import seconds, terminal_size
+from . import leases, portguard
 from .base import BadInput, _env_float, _safe
 from .envsafe import child_env, shell_argv
 from .housekeeping import Housekeeping
@@ -21,6 +26,7 @@ from .paths import new_session_id, open_nofollow, write_json_atomic
 SUPERVISOR = str(Path(template.__file__).with_name("supervisor.py"))  # the program: core/supervisor/
 MAX_WATCH_PATTERNS = 64
 MAX_WATCH_CHARS = 1000
+SPAWN_LOCK = "spawn.lock"  # held while a spawn with reuse or port looks for its claim and starts
 
 
 class Spawning(Housekeeping):  # a spawn prunes now and then
@@ -33,21 +39,44 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
               notify_on_complete: bool = False, watch_patterns: list[str] | None = None, rows: int = 30,
               cols: int = 120, max_runtime: float | None = None, quiet_after: float | None = None,
               rerun_of: str | None = None, shell: list[str] | None = None,
-              environ: dict[str, str] | None = None) -> dict[str, Any]:
+              environ: dict[str, str] | None = None, reuse: bool = False, port: int | None = None,
+              lease: int | None = None) -> dict[str, Any]:
         """Start `command` as a durable job under its own supervisor (see docs/api.md for every argument;
         `quiet_after`: emit quiet events; `rerun_of`: set by restart). `shell`: the argv the command
         is appended to (default `bash -c` or $HERMES_PROCS_SHELL); `environ`: the job's whole
         environment, used as given (nothing filtered or added; `env` still applies on top) and
         not written to the job folder (the Hermes plugin passes the environment Hermes builds).
+        `reuse`: a running job of the same `name` is returned (`reused: true`) instead;
+        `port`: refused when TCP port `port` is in use (portguard.py), recorded for wait(until="port");
+        `lease`: the job's tree is killed when process `lease` ends (leases.py), unless pinned.
 
         Returns `running` with session_id, pid, command, pty, cwd, name; `error` when it cannot start."""
         self._auto_prune()  # before the new job exists: a job that ends at once is never pruned by its own spawn
         meta = self._spawn_meta(command, cwd, env, pty, name, task_id, session_key, notify_on_complete,
                                 watch_patterns, rows, cols, max_runtime, shell)
-        meta.update(_rerun_meta(env, quiet_after, rerun_of))
-        jobdir = self.jobs_dir / meta["session_id"]
-        argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(rows), str(cols),
-                meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"], command]
+        meta.update(_rerun_meta(env, quiet_after, rerun_of), **_claims(reuse, port, lease, name))
+        if not reuse and port is None:
+            return self._start_job(meta, env, environ)
+        with _home_lock(self.home / SPAWN_LOCK):  # no second job of the name, or on the port, meanwhile
+            rows_now = self.list()
+            found = _running_named(rows_now if isinstance(rows_now, list) else [], meta["name"]) if reuse else None
+            if found is not None:
+                return {"status": "running", "session_id": found["session_id"], "pid": found["pid"],
+                        "command": found["command"], "pty": found["pty"], "cwd": found["cwd"],
+                        "name": found["name"], "port": found.get("port"), "reused": True}
+            who = None if port is None else portguard.holder(rows_now if isinstance(rows_now, list) else [], port)
+            if who is not None:
+                raise BadInput(f"port {port} is in use by {who}; nothing was started")
+            result = self._start_job(meta, env, environ)
+        return {**result, "reused": False} if reuse and result["status"] == "running" else result
+
+    def _start_job(self, meta: dict[str, Any], env: dict[str, str] | None,
+                   environ: dict[str, str] | None) -> dict[str, Any]:
+        """Start the job `meta` describes (checked): its folder, its supervisor; spawn's result."""
+        command, pty, jobdir = meta["command"], meta["pty"], self.jobs_dir / meta["session_id"]
+        argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(meta["rows"]),
+                str(meta["cols"]), meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"],
+                command]
         job_env = child_env(env, pty) if environ is None else _given_environ(environ, env)
         _exec_limits(argv, job_env)
         report: dict[str, Any] = {"error": "interrupted"}
@@ -60,8 +89,9 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
                 shutil.rmtree(jobdir, ignore_errors=True)
         if "error" in report:
             return {"status": "error", "error": f"Cannot start {_short_command(command)}: {report['error']}"}
-        return {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
-                "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
+        result = {"status": "running", "session_id": meta["session_id"], "pid": report["pid"],
+                  "command": command, "pty": pty, "cwd": meta["cwd"], "name": meta["name"]}
+        return {**result, "port": meta["port"]} if meta.get("port") else result
 
     def _start_supervisor(self, meta: dict[str, Any], jobdir: Path, argv: list[str],
                           env: dict[str, str]) -> dict[str, Any]:
@@ -145,7 +175,49 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
                           notify_on_complete=bool(meta.get("notify_on_complete")),
                           watch_patterns=meta.get("watch_patterns") or None, rows=meta.get("rows", 30),
                           cols=meta.get("cols", 120), max_runtime=meta.get("max_runtime"),
-                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id, shell=_rerun_shell(meta))
+                          quiet_after=meta.get("quiet_after"), rerun_of=job.session_id, shell=_rerun_shell(meta),
+                          port=meta.get("port"), lease=_live_lease(meta))
+
+
+def _claims(reuse: object, port: object, lease: object, name: str | None) -> dict[str, Any]:
+    """What a job claims besides its command, checked: meta's `port` and `lease` (absent when not
+    given); `reuse` needs a name to look for."""
+    _check_flags(reuse=reuse)
+    if reuse and not name:
+        raise BadInput("reuse needs a name: the running job of that name is returned instead of a new one")
+    claims: dict[str, Any] = {}
+    if port is not None:
+        claims["port"] = portguard.checked_port(port)
+    if lease is not None:
+        claims["lease"] = leases.owner(lease)
+    return claims
+
+
+def _running_named(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The newest running job named `name` among list() rows."""
+    return next((row for row in rows if row.get("status") == "running" and row.get("name") == name), None)
+
+
+@contextlib.contextmanager
+def _home_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` (created 0600, never through a link) while the block runs."""
+    fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _live_lease(meta: dict[str, Any]) -> int | None:
+    """The lease owner's pid for a rerun when it still runs (the same process); else None: a
+    job whose owner has ended reruns without a lease."""
+    lease = meta.get("lease")
+    try:
+        pid, ticks = int(lease["pid"]), int(lease["start_ticks"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return pid if proctree.is_alive(pid, ticks) else None
 
 
 def _exec_limits(argv: list[str], env: dict[str, str]) -> None:

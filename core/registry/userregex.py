@@ -40,6 +40,9 @@ import weakref
 from pathlib import Path
 from typing import Any, Optional
 
+from . import linefind
+from .colourfind import ColourFinder
+
 __all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserRegex", "compile_user",
            "regex_timeout"]
 
@@ -81,7 +84,16 @@ def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pat
             re.compile(pattern, flags)  # compiling never backtracks: only matching does
     except (re.error, OverflowError, RecursionError) as exc:
         raise PatternError(f"{what} {pattern!r} is not a valid regular expression ({exc})"[:300]) from None
-    return UserRegex(pattern, ignore_case, _re2_compile(pattern, ignore_case))
+    regex = UserRegex(pattern, ignore_case, _re2_compile(pattern, ignore_case))
+    if regex.engine == "re2":
+        parsed = linefind.parse(pattern, flags)
+        runs = _re2_compile(linefind.RUNS.format(pattern), ignore_case) if linefind.newline_free(parsed) else None
+        literals = linefind.required_literals(parsed)
+        regex.finder = linefind.LineFinder(_re2_compile(pattern, ignore_case, lines=True), runs, literals,
+                                           _re2_module())
+        if literals:  # the choice whose shortest literal is longest
+            regex.colours = ColourFinder(max(literals, key=lambda choice: min(map(len, choice))), _re2_module())
+    return regex
 
 
 def _re2_module() -> Any:
@@ -94,15 +106,18 @@ def _re2_module() -> Any:
     return re2
 
 
-def _re2_compile(pattern: str, ignore_case: bool) -> Any:
+def _re2_compile(pattern: str, ignore_case: bool, lines: bool = False) -> Any:
     """The RE2 regex for `pattern` (multi-line: ^ and $ at line ends), or None where RE2 cannot
-    take it or would read it differently."""
+    take it or would read it differently. `lines`: it never matches a line end (RE2's
+    ``never_nl``: ``\\n`` taken out of every class, a literal one never matches), so a match
+    lies within one line, as when each line is matched alone."""
     re2 = _re2_module()
     if re2 is None or _DIVERGENT.search(pattern):
         return None
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.log_errors = False
+    options.never_nl = options.never_capture = lines
     try:
         return re2.compile("(?m)" + pattern, options)
     except re2.error:
@@ -119,6 +134,8 @@ class UserRegex:
         self.ignore_case = ignore_case
         self._re2 = re2_regex
         self._worker: Optional[_Worker] = None
+        self.finder: Optional[linefind.LineFinder] = None  # RE2 over raw bytes, line by line
+        self.colours: Optional[ColourFinder] = None  # RE2 over coloured bytes, for the literal
         self._lock = threading.Lock()
         self._aborted = False
 
@@ -149,9 +166,29 @@ class UserRegex:
         """Indices of the lines of `text` (split on ``\\n``; bytes are UTF-8) where the pattern
         matches within the line."""
         data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-        if self._re2 is not None:
-            return _re2_lines(self._re2, data)
+        if self.finder is not None:
+            return _indices(data, self.finder.starts(data, 0, len(data))[0])
         return [int(i) for i in self._call("lines", data)["lines"]]
+
+    def line_starts(self, data: bytes, end: int, limit: int | None = None) -> tuple[list[int], int]:
+        """Offsets in ``data[:end]`` (UTF-8 text split on ``\\n``) where the lines in which the
+        pattern matches start, at most ``limit`` of them, and how many more lines match."""
+        if self.finder is not None:
+            found, pos = self.finder.starts(data, 0, end, limit)
+            return found, self.finder.count(data, pos, end) if pos < end else 0
+        lines = [int(i) for i in self._call("lines", data[:end])["lines"]]
+        more = max(0, len(lines) - limit) if limit is not None else 0
+        starts, line, pos = [], 0, 0
+        for i in lines[:len(lines) - more]:
+            while line < i:
+                pos, line = data.find(b"\n", pos, end) + 1, line + 1
+            starts.append(pos)
+        return starts, more
+
+    def coloured_lines(self, data: bytes, end: int) -> list[int] | None:
+        """Starts of the lines of ``data[:end]`` whose text may match, when the block is coloured
+        ASCII text (core/registry/colourfind.py); None: match the block's text."""
+        return self.colours.candidates(data, end) if self.colours is not None else None
 
     def first(self, text: str) -> str | None:
         """The text of the first match in `text` (^ and $ at line ends; a match may span lines)."""
@@ -176,28 +213,14 @@ class UserRegex:
             return self._worker.call(op, data)
 
 
-def _re2_lines(regex: Any, data: bytes) -> list[int]:
-    """The lines of `data` with a match, found by searching the whole text (RE2 matches at
-    C speed; lines are counted only up to each match). A match that spans a line end is
-    checked again within its first line alone."""
-    found: list[int] = []
-    search = regex.search
-    pos, end, line, counted = 0, len(data), 0, 0
-    while pos < end:
-        match = search(data, pos)
-        if match is None:
-            break
-        start = match.start()
-        line_start = data.rfind(b"\n", pos, start) + 1 or pos
-        line_end = data.find(b"\n", start)
-        if line_end == -1:
-            line_end = end
-        if match.end() <= line_end or search(data, line_start, line_end) is not None:
-            line += data.count(b"\n", counted, line_start)
-            counted = line_start
-            found.append(line)
-        pos = line_end + 1
-    return found
+def _indices(data: bytes, starts: list[int]) -> list[int]:
+    """Line numbers (from 0) of the lines of ``data`` starting at ``starts`` (ascending)."""
+    out, line, counted = [], 0, 0
+    for start in starts:
+        line += data.count(b"\n", counted, start)
+        counted = start
+        out.append(line)
+    return out
 
 
 class _Worker:

@@ -43,18 +43,22 @@ class Waiting(RegistryBase):
         except wait_until.UntilError as exc:
             raise BadInput(str(exc)) from None
         try:
-            return self._wait(session_id, timeout, interrupt, condition)
+            return self._wait(session_id, *_wait_timeout(timeout), interrupt, condition)
         finally:
             if condition.pattern is not None:
                 condition.pattern.close()  # its worker process, if it has one
 
-    def _wait(self, session_id: str, timeout: float | None, interrupt: Interrupt | None,
-              condition: wait_until.Until) -> dict[str, Any]:
-        timeout, note = _wait_timeout(timeout)
+    def _wait(self, session_id: str, timeout: float, note: str | None, interrupt: Interrupt | None,
+              condition: wait_until.Until, baseline: dict[int, int | None] | None = None) -> dict[str, Any]:
+        """wait, with `timeout` checked (and `note` saying it was clamped); `baseline`: see
+        wait_until.checker."""
         job = self._job(session_id)
         deadline = time.monotonic() + timeout
         met: dict[str, Any] = {}
-        check = wait_until.checker(condition, job) if job.running else None
+        try:
+            check = wait_until.checker(condition, job, baseline) if job.running else None
+        except wait_until.UntilError as exc:
+            raise BadInput(str(exc)) from None
         while job.running:  # the supervisor may die while we wait: then wait for the process itself
             left, record = deadline - time.monotonic(), None
             if job.supervised and left > 0:

@@ -8,6 +8,7 @@
                     in RE2 or in a worker process with a deadline (core/registry/userregex.py): one
                     that takes too long ends the wait with an error
     port:N          a process of the job listens on TCP port N
+    port            ... on the port the job was started with (spawn(port=N))
 
 :func:`parse` validates the text; :func:`checker` returns a function the registry calls every
 POLL_STEP seconds while it waits on the supervisor's socket for the exit. The checker returns
@@ -33,7 +34,7 @@ POLL_STEP = 0.05  # seconds between checks of a condition
 CHUNK = 1 << 20  # output read per step of an output:REGEX wait
 MAX_CHUNKS = 16  # per check; a flood is caught up over several checks, never skipped
 CARRY = 64 << 10  # bytes of an unfinished line kept for the next check
-KINDS = ("exit", "input", "quiet:SECONDS", "output:REGEX", "port:N")
+KINDS = ("exit", "input", "quiet:SECONDS", "output:REGEX", "port:N", "port")
 
 
 class UntilError(ValueError):
@@ -45,7 +46,7 @@ class Until:
     kind: str  # exit, input, quiet, output, port
     seconds: float = 0.0
     pattern: UserRegex | None = None
-    port: int = 0
+    port: int = 0  # 0: the job's own (spawn's port=N)
 
 
 def parse(until: object) -> Until:
@@ -56,7 +57,7 @@ def parse(until: object) -> Until:
         raise UntilError(f"until must be a string, one of {', '.join(KINDS)}; not {until!r}")
     kind, sep, arg = until.partition(":")
     kind = kind.strip().lower()
-    if kind in ("exit", "input") and not sep:
+    if kind in ("exit", "input", "port") and not sep:
         return Until(kind)
     if kind in _WITH_ARGUMENT and sep:
         return _WITH_ARGUMENT[kind](arg)
@@ -92,8 +93,12 @@ def _port(arg: str) -> Until:
 _WITH_ARGUMENT: dict[str, Callable[[str], Until]] = {"quiet": _quiet, "output": _output, "port": _port}
 
 
-def checker(until: Until, job: Job) -> Callable[[], dict[str, Any] | None] | None:
-    """The check for a running job (None for `exit`: the socket wait alone does it)."""
+def checker(until: Until, job: Job, baseline: dict[int, int | None] | None = None,
+            ) -> Callable[[], dict[str, Any] | None] | None:
+    """The check for a running job (None for `exit`: the socket wait alone does it). Raises
+    UntilError for `port` when the job was started without one. `baseline` (for `input`): the
+    job's processes and how often each had blocked before an input was sent (:func:`blocked_counts`);
+    only a read begun since then counts (a write's yield: the job took the input and waits again)."""
     if until.kind == "exit":
         return None
     if until.kind == "output" and until.pattern is not None:
@@ -108,21 +113,41 @@ def checker(until: Until, job: Job) -> Callable[[], dict[str, Any] | None] | Non
         return stats.job_tree(supervisor, job.pid)
 
     if until.kind == "input":
-        return _InputCheck(tree, job.pid).check
-    return lambda: {"reason": "port_open", "port": until.port} if stats.listens_on(tree(), until.port) else None
+        return _InputCheck(tree, job.pid, baseline).check
+    port = until.port or job.meta.get("port")
+    if not isinstance(port, int) or isinstance(port, bool) or not port:
+        raise UntilError(f"until='port' waits for the port {job.session_id} was started with, and it was started "
+                         "without one: use until='port:N'")
+    return lambda: {"reason": "port_open", "port": port} if stats.listens_on(tree(), port) else None
+
+
+def blocked_counts(job: Job) -> dict[int, int | None]:
+    """The job's processes now, each with how often it has blocked so far (the `baseline` of
+    an input check: a process reading with another count has gone back to reading since)."""
+    supervisor = (job.proc or {}).get("supervisor_pid")
+    return {pid: stats.voluntary_switches(pid) for pid in stats.job_tree(supervisor, job.pid)}
 
 
 class _InputCheck:
     """Blocked reading stdin at two checks in a row: by then the supervisor has logged the
-    prompt the job printed before reading (and a passing read does not count)."""
+    prompt the job printed before reading (and a passing read does not count). With a
+    `baseline`, only a read begun after it counts, the same read at both checks."""
 
-    def __init__(self, tree: Callable[[], list[int]], root: int | None) -> None:
-        self.tree, self.root, self.seen = tree, root, False
+    def __init__(self, tree: Callable[[], list[int]], root: int | None,
+                 baseline: dict[int, int | None] | None = None) -> None:
+        self.tree, self.root, self.baseline = tree, root, baseline
+        self.seen: object = None
 
     def check(self) -> dict[str, Any] | None:
         # the root's stdin is read each time: right after the fork it is not yet the job's
-        waiting = stats.waiting_for_input(self.tree(), stats.fd_target(self.root, 0) if self.root else None)
-        met, self.seen = waiting and self.seen, waiting
+        stdin = stats.fd_target(self.root, 0) if self.root else None
+        if self.baseline is None:
+            waiting: object = stats.waiting_for_input(self.tree(), stdin) or None
+        else:
+            reads = {(pid, stats.voluntary_switches(pid)) for pid in stats.input_readers(self.tree(), stdin)}
+            waiting = frozenset((pid, n) for pid, n in reads
+                                if pid not in self.baseline or n != self.baseline[pid]) or None
+        met, self.seen = waiting is not None and waiting == self.seen, waiting
         return {"reason": "awaiting_input"} if met else None
 
 

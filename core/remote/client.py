@@ -270,6 +270,7 @@ class Connection:
 
     def _connect(self) -> None:
         self._close_proc()
+        self._fail_all()  # what was asked of the process just closed gets no answer now
         digest, code = shipped_code()
         remote = [self.host.python, "-I", "-c", BOOT, digest, self.host.home or ""]
         self._stderr = []
@@ -335,12 +336,14 @@ class Connection:
                 continue
             if isinstance(msg, dict):
                 self._deliver(msg)
-        lost = self._lost(self._why(proc, "the connection dropped")) if self._proc is proc else None
+        if self._proc is not proc:  # closed (close() failed its requests) or already replaced
+            return
+        lost = self._lost(self._why(proc, "the connection dropped"))
         with self._lock:
-            if self._proc is proc and lost is not None:
+            if self._proc is proc:  # not the requests of a connection made since: those live on
                 self.state, self.error = lost
                 self._last_try = 0.0
-        self._fail_all()
+                self._fail_all()
 
     def _deliver(self, msg: dict[str, Any]) -> None:
         mid = msg.get("id")
@@ -689,14 +692,42 @@ class RemoteRegistry(Registry):
                 pass
         return result
 
+    def exec(self, command: str, yield_ms: float = 10_000, **spawn_options: Any) -> Result:
+        """As `ProcessRegistry.exec`, on the host (remembered as spawn does)."""
+        result = self._result("exec", command, yield_ms=yield_ms, **spawn_options)
+        if result.get("session_id") and result.get("status") != "error":
+            try:
+                remember(self.host.url)
+            except (OSError, ValueError):
+                pass
+        return result
+
     def restart(self, session_id: str) -> Result:
         return self._result("restart", session_id)
 
-    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> Result:
-        return self._result("write", session_id, data, source=source)
+    def write(self, session_id: str, data: str | bytes, source: str = "agent",
+              yield_ms: float | None = None) -> Result:
+        return self._result("write", session_id, data, source=source, yield_ms=yield_ms)
 
-    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> Result:
-        return self._result("submit", session_id, data, source=source)
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent",
+               yield_ms: float | None = None) -> Result:
+        return self._result("submit", session_id, data, source=source, yield_ms=yield_ms)
+
+    def pin(self, session_id: str) -> Result:
+        return self._result("pin", session_id)
+
+    def unpin(self, session_id: str) -> Result:
+        return self._result("unpin", session_id)
+
+    def caller_pid(self) -> int | None:
+        """The pid of this connection's server on the host: the owner to lease a job to so that
+        it ends with this process's connection (the tool's `ephemeral`); None when unreachable."""
+        try:
+            self.conn.ensure()
+        except HostUnreachable:
+            return None
+        pid = self.conn.hello.get("pid")
+        return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
 
     def close_stdin(self, session_id: str) -> Result:
         return self._result("close_stdin", session_id)

@@ -172,8 +172,16 @@ class HostSet(Registry):
     def spawn(self, command: str, host: str | None = None, **kwargs: Any) -> Result:
         """Start a job on `host` (a label or URL of one of the set's hosts, or a new URL; None or
         "" = this machine)."""
+        return self._start("spawn", command, host, kwargs)
+
+    def exec(self, command: str, yield_ms: float = 10_000, host: str | None = None, **spawn_options: Any) -> Result:
+        """`exec` on `host` (as spawn picks it)."""
+        return self._start("exec", command, host, {"yield_ms": yield_ms, **spawn_options})
+
+    def _start(self, method: str, command: str, host: str | None, kwargs: dict[str, Any]) -> Result:
+        """registry.METHOD(command, **kwargs) on `host`; the new job's calls go there."""
         if not host or host == "local":
-            return self.local.spawn(command, **kwargs)
+            return getattr(self.local, method)(command, **kwargs)  # type: ignore[no-any-return]
         reg = self.remotes.get(host) or next((r for label, r in self.remotes.items()
                                               if host in (r.host.url, self.names.get(label))), None)
         if reg is None:
@@ -184,11 +192,11 @@ class HostSet(Registry):
             except ValueError as exc:
                 return {"status": "error", "error": str(exc)}
             self.remotes[reg.host.label] = reg
-        result = reg.spawn(command, **kwargs)
+        result = getattr(reg, method)(command, **kwargs)
         if isinstance(result, dict) and result.get("session_id"):
             with self._lock:  # its calls go to its host before the next list() sees it
                 self._where[result["session_id"]] = reg.host.label
-        return result
+        return result  # type: ignore[no-any-return]
 
     def host_name(self, label: str) -> str:
         """A short name for a host label: its name in the config file, else host[:port]
@@ -278,11 +286,19 @@ class HostSet(Registry):
     def restart(self, session_id: str) -> Result:
         return self.registry_for(session_id).restart(session_id)
 
-    def write(self, session_id: str, data: str | bytes, source: str = "agent") -> Result:
-        return self.registry_for(session_id).write(session_id, data, source)
+    def write(self, session_id: str, data: str | bytes, source: str = "agent",
+              yield_ms: float | None = None) -> Result:
+        return self.registry_for(session_id).write(session_id, data, source, yield_ms)
 
-    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent") -> Result:
-        return self.registry_for(session_id).submit(session_id, data, source)
+    def submit(self, session_id: str, data: str | bytes = "", source: str = "agent",
+               yield_ms: float | None = None) -> Result:
+        return self.registry_for(session_id).submit(session_id, data, source, yield_ms)
+
+    def pin(self, session_id: str) -> Result:
+        return self.registry_for(session_id).pin(session_id)
+
+    def unpin(self, session_id: str) -> Result:
+        return self.registry_for(session_id).unpin(session_id)
 
     def close_stdin(self, session_id: str) -> Result:
         return self.registry_for(session_id).close_stdin(session_id)

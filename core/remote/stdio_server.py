@@ -7,7 +7,8 @@ because it may be sent over the connection to a host where hermes-procs is not i
 
 Wire format (version STDIO_VERSION), every message one line of JSON:
 
-    server, first line:  {"hello": "hermes-procs", "v": 2, "version": ..., "home": ..., "code": ...,
+    server, first line:  {"hello": "hermes-procs", "v": 3, "version": ..., "home": ..., "code": ...,
+                          "pid": the server's pid (the owner of the caller's leased jobs there),
                           "reaper": "pid1" | "template" | "none", "warning": ... (core/supervisor/reaper.py)}
     call:                {"id": N, "call": METHOD, "args": [...], "kwargs": {...}}
       reply:             {"id": N, "result": ...}  or  {"id": N, "error": "...", "kind": "..."}
@@ -25,12 +26,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import threading
 from typing import Any, BinaryIO, Optional
 
 # 2: screen(raw=True) and log_bytes(times=True), which a client draws and mirrors with
-STDIO_VERSION = 2
+# 3: exec, pin, unpin, spawn's reuse/port/lease, write's and submit's yield_ms, the hello's pid
+STDIO_VERSION = 3
 NOT_CALLABLE = frozenset({"stream", "job_dir", "log_files"})
 
 
@@ -175,7 +178,7 @@ def main(home: Optional[str] = None, code: str = "installed") -> int:
         return 1
     version = getattr(sys.modules.get("hermes_procs"), "__version__", "?")
     hello = {"hello": "hermes-procs", "v": STDIO_VERSION, "version": version,
-             "home": str(registry.home), "code": code,
+             "home": str(registry.home), "code": code, "pid": os.getpid(),
              "python": "%d.%d.%d" % sys.version_info[:3], **reaper.report(template_idle() > 0)}
     Server(registry, sys.stdin.buffer, out).serve(hello)
     return 0

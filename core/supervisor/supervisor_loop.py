@@ -3,7 +3,8 @@
 Loaded by supervisor.py only after the job is running; stdlib only. One thread runs the loop.
 The concerns live in their own modules, mixed into Supervisor: supervisor_output.py (output log
 and rotation), supervisor_stdin.py (stdin queue), supervisor_clients.py (socket and clients),
-supervisor_kill.py (kill thread), supervisor_watch.py (watch patterns); wire.py holds the
+supervisor_kill.py (kill thread), supervisor_watch.py (watch patterns), supervisor_lease.py (the
+job's lease: killed when its owner ends); wire.py holds the
 protocol's version and names shared with the client.
 """
 
@@ -24,6 +25,7 @@ import wire
 from idle_events import IdleWatch
 from supervisor_clients import Client, ClientHub
 from supervisor_kill import Killer
+from supervisor_lease import Lease
 from supervisor_output import OutputLog, unlink_quietly
 from supervisor_stdin import StdinQueue
 from supervisor_watch import Watcher
@@ -45,9 +47,9 @@ def signal_name(num: int) -> str | None:
         return None
 
 
-class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
+class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
     """One job's supervisor: the loop, the exit record, events and requests; the mixins hold
-    the output log, stdin queue, client hub, kill and watch patterns."""
+    the output log, stdin queue, client hub, kill, watch patterns and lease."""
 
     def __init__(self, jobdir: str, pid: int, ticks: int, out_fd: int, in_fd: int, pty: bool) -> None:
         self.jobdir, self.pid, self.ticks, self.pty = jobdir, pid, ticks, pty
@@ -70,6 +72,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         self._init_clients()
         self._init_kill()
         self._init_watch()
+        self._init_lease()
         self.deadline = self._deadline(self.meta.get("max_runtime"))
         self.sel = selectors.DefaultSelector()
         self.idle = IdleWatch(self)  # awaiting_input and quiet events (core/supervisor/idle_events.py)
@@ -101,6 +104,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
             os.set_blocking(self.in_fd, False)
         self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         self.sel.register(self.listener, selectors.EVENT_READ, "accept")
+        self._watch_lease()
         self._event("started", command=self.meta.get("command", ""))
         self._reap()
         while not self._finished():
@@ -157,7 +161,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
                 grace = bounds.setting(self.meta.get("kill_grace"), 3.0, bounds.MAX_SECONDS)
                 self._start_kill(grace, "timed_out", None)
                 return
-        for at in (self.retry_at, self.accept_paused_until):
+        for at in (self.retry_at, self.accept_paused_until, self.lease_next):
             if at is not None:
                 timeout = min(timeout, max(0.0, at - now))
         idle = self.idle.timeout()  # awaiting_input and quiet events (core/supervisor/idle_events.py)
@@ -176,6 +180,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
                 self._accept()
             elif tag == "stdin":
                 self._flush_stdin()
+            elif tag == "lease":
+                self._look_at_owner()
             else:
                 self._on_client(tag, mask)
         self._timers()
@@ -189,6 +195,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
         if self.retry_at is not None and now >= self.retry_at:
             self.retry_at = None
             self._retry_writes()
+        if self.lease_next is not None and now >= self.lease_next:
+            self._look_at_owner()
 
     def _retry_writes(self) -> None:
         """Try again what a full disk (or another write error) kept from being stored."""
@@ -361,6 +369,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher):
                 self.waiters.append(client)
         elif op == wire.WATCH:
             self._set_watch(client, req.get("patterns"))
+        elif op == wire.PIN:
+            self._pin(client, req.get("pinned"))
         elif op == wire.ATTACH:
             client.input = bool(req.get("input"))
             client.source = str(req.get("source", "human"))

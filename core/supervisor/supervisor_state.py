@@ -1,5 +1,5 @@
 """The supervisor's state, declared in one place: every attribute of supervisor_loop.Supervisor,
-and the methods one of its mixins (supervisor_output, _stdin, _clients, _kill, _watch) calls on
+and the methods one of its mixins (supervisor_output, _stdin, _clients, _kill, _watch, _lease) calls on
 another. Each mixin derives from SupervisorState, so a type checker checks each one against the
 whole; at run time the class holds nothing but these annotations (strings, never evaluated).
 
@@ -88,6 +88,12 @@ class SupervisorState:
     watch_interval: float
     watch_last: float
     watch_suppressed: int
+    # lease (supervisor_lease)
+    lease_owner: tuple[int, int] | None
+    lease_fd: int
+    lease_next: float | None
+    pinned: bool
+    owner_ended: bool
 
     if TYPE_CHECKING:  # defined by Supervisor or another mixin; declared here for the checker
         def _complain(self, message: str) -> None: ...
@@ -100,4 +106,5 @@ class SupervisorState:
         def _queue_stdin(self, data: bytes) -> str | None: ...
         def _attached_input(self, client: Client, data: bytes) -> None: ...
         def _scan_watch(self, data: bytes) -> None: ...
+        def _start_kill(self, grace: float, reason: str, client: Client | None) -> None: ...
         def _tail_text(self, chars: int) -> str: ...

@@ -22,7 +22,8 @@ KILL = "kill"
 WAIT = "wait"
 ATTACH = "attach"
 WATCH = "watch"  # replace a running job's watch patterns (ProcessRegistry.set_watch_patterns)
-OPS = (STATUS, WRITE, CLOSE_STDIN, RESIZE, SIGNAL, KILL, WAIT, ATTACH, WATCH)
+PIN = "pin"  # keep a leased job when its owner ends, or not ({"pinned": bool}; ProcessRegistry.pin)
+OPS = (STATUS, WRITE, CLOSE_STDIN, RESIZE, SIGNAL, KILL, WAIT, ATTACH, WATCH, PIN)
 
 # reply keys beyond "ok", "error" and "v", per op
 REPLY_KEYS = {
@@ -35,6 +36,7 @@ REPLY_KEYS = {
     WAIT: ("exit",),
     ATTACH: ("offset", "pty"),
     WATCH: ("patterns",),
+    PIN: ("pinned",),
 }
 ERROR_KEYS = ("error", "exited", "busy")  # "exited": the job has ended; "busy": too many clients
 

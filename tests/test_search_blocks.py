@@ -1,0 +1,117 @@
+"""The block search (core/registry/search.py, core/registry/linefind.py) finds what matching each line's text
+alone finds: random logs (escapes, ``\\r`` redraws, long lines, blocks of a few bytes) and
+patterns (literals, classes, anchors, branches, empty matches), with RE2 and with the worker."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from hermes_procs.core.registry import colourfind, linecounts, search
+from hermes_procs.core.registry.search import LINE_CHARS, Collector, search_log
+from hermes_procs.core.registry.userregex import compile_user
+from hermes_procs.core.supervisor.text import to_text
+
+PATTERNS = [
+    "ERROR", "abc", "x{3}", r"\bERROR\b", r"id=9+[0-9]", "^a", "c$", "^$", "a|zz", "(ab|xy)z",
+    r"\d\d", r"[^a ]{4}", ".*", "b*", r"a\s+b", r"ERROR\s", "Err(?:or)?", "a.c", r"^\w+ \w+$",
+    "(?i)error", "xyz|ERROR|id=", r"[a-c]{2,}z",
+]
+
+
+WORDS = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b[0m", b"\r", b"12",
+         b"\xe2\x86\x92", b"\xff", b"z", b"\t"]
+# coloured ASCII only (core/registry/colourfind.py), with literals cut by colours
+COLOURED = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"12", b"z",
+            b"\t", b"E\x1b[0mRROR", b"ERR\x1b[mOR", b"id=\x1b[2m99", b"zz"]
+
+
+def _random_log(rng: random.Random, n: int, words: list[bytes] = WORDS) -> bytes:
+    lines = []
+    for _ in range(n):
+        size = 0 if rng.random() < 0.1 else rng.randint(1, 8) if rng.random() < 0.95 else rng.randint(50, 200)
+        lines.append(b"".join(rng.choice(words) for _ in range(size)))
+    return b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
+
+
+def _expected(data: bytes, pattern: str, ignore_case: bool, context: int, limit: int) -> tuple[list, int]:
+    raws = data.split(b"\n")
+    if raws[-1] == b"":
+        raws.pop()  # the log ends with a line end (or is empty): no line after it
+    lines = [to_text(raw) for raw in raws]
+    regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    hits = [i for i, line in enumerate(lines) if regex.search(line)]
+    cut = [line[:LINE_CHARS] for line in lines]
+    return [{"line_no": i, "line": cut[i], "before": cut[max(0, i - context):i], "after": cut[i + 1:i + 1 + context]}
+            for i in hits[:limit]], len(hits)
+
+
+@pytest.mark.parametrize(("engine", "words"), [("re2", WORDS), ("re", WORDS), ("re2", COLOURED)],
+                         ids=["re2", "re", "re2-coloured"])
+def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch, engine: str,
+                                                      words: list[bytes]) -> None:
+    monkeypatch.setattr(search, "CHUNK", 64)  # blocks of a few lines, long lines in pieces
+    monkeypatch.setattr(colourfind, "MOST", 0)  # coloured blocks always searched for the literal first
+    monkeypatch.setattr(search, "LONG_LINE", 1 << 20)
+    monkeypatch.setattr(linecounts, "STEP", 97)
+    if engine == "re":
+        monkeypatch.setenv("HERMES_PROCS_REGEX_ENGINE", "re")
+    rng = random.Random(26)
+    for round_ in range(12 if engine == "re2" else 3):
+        jobdir = tmp_path / f"job{round_}"
+        jobdir.mkdir()
+        data = _random_log(rng, rng.randint(1, 120), words)
+        (jobdir / "output.log").write_bytes(data)
+        for pattern in PATTERNS:
+            ignore_case = rng.random() < 0.2
+            context, limit = rng.choice([0, 1, 3]), rng.choice([1, 5, 1000])
+            with compile_user(pattern, ignore_case=ignore_case) as regex:
+                assert regex.engine == engine
+                out = Collector(limit)
+                total = search_log(jobdir, regex, context, out)
+            want, want_total = _expected(data, pattern, ignore_case, context, limit)
+            assert (out.matches, total) == (want, want_total), (pattern, data)
+
+
+def test_a_literal_that_keeps_missing_gives_way_to_the_whole_pattern(tmp_path: Path) -> None:
+    """``aaa`` occurs on every line but ``aaab`` on one line in a thousand: the answer is the same
+    whether the finder keeps the literal or goes back to the whole pattern."""
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    data = b"".join(b"aaab %d\n" % i if i % 1000 == 7 else b"aaa %d\n" % i for i in range(20000))
+    (jobdir / "output.log").write_bytes(data)
+    with compile_user("a{3}b") as regex:
+        out = Collector(1000)
+        assert search_log(jobdir, regex, 0, out) == 20
+    assert [m["line_no"] for m in out.matches] == list(range(7, 20000, 1000))
+
+
+def test_the_dashboard_filter_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch) -> None:
+    """tui/log_filter.py on the same block functions: its matching rows, their context rows and
+    its count are those of matching each line's text (escapes removed) alone."""
+    from hermes_procs.core.supervisor.text import strip_ansi
+    from hermes_procs.tui.log_filter import filter_log
+
+    monkeypatch.setattr(search, "CHUNK", 64)
+    monkeypatch.setattr(linecounts, "STEP", 97)
+    rng = random.Random(7)
+    for round_ in range(8):
+        jobdir = tmp_path / f"job{round_}"
+        jobdir.mkdir()
+        data = _random_log(rng, rng.randint(1, 120))
+        (jobdir / "output.log").write_bytes(data)
+        raws = data.split(b"\n")
+        if raws[-1] == b"":
+            raws.pop()
+        for pattern in ("ERROR", "^$", r"id=9+\d", "a|zz"):
+            hits = [i for i, raw in enumerate(raws) if re.search(pattern, strip_ansi(raw.decode("utf-8", "replace")))]
+            context = rng.choice([0, 2])
+            shown = sorted({j for i in hits for j in range(max(0, i - context), min(len(raws), i + context + 1))})
+            got = []
+            filter_log(jobdir, compile_user(pattern), context, got.append, lambda: False)
+            rows = [row for progress in got for row in progress.rows]
+            assert got[-1].done and got[-1].matches == len(hits), (pattern, data)
+            assert [(row.line, row.raw, row.match) for row in rows] == [(j, raws[j], j in hits) for j in shown]
