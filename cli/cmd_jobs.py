@@ -120,9 +120,9 @@ def run_cmd(
     emit(_flag_names(result), as_json, lambda r: str(r["session_id"]))
 
 
-# the API's keywords that `run` takes under another name, as its errors begin with them
+# the API's keywords that `run` and `exec` take under another name, as their errors begin with them
 _RUN_FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
-              "rows": "--rows", "cols": "--cols"}
+              "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms"}
 
 
 def _flag_names(result: dict[str, Any]) -> dict[str, Any]:

@@ -239,6 +239,7 @@ def test_errors_are_one_line_exit_1(cli):
     # the error names the flag that was typed, not the API's keyword (max_runtime, quiet_after)
     for flag, value in (("--max-runtime", "-1"), ("--quiet-after", "0"), ("--watch", "")):
         assert one_error_line(cli("run", flag, value, "--", "true")).startswith(f"hermes-procs: error: {flag} ")
+    assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")).startswith("hermes-procs: error: --yield-ms ")
     one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
