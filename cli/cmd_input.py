@@ -50,9 +50,9 @@ def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, h
     if yield_ms is None:
         emit(send(session_id, data, source="cli"), as_json, text, errors=("already_exited",))
         return
-    from .cmd_jobs import yield_exit, yield_text
+    from .cmd_jobs import flag_names, yield_exit, yield_text
 
-    result = emit(send(session_id, data, source="cli", yield_ms=yield_ms), as_json, yield_text,
+    result = emit(flag_names(send(session_id, data, source="cli", yield_ms=yield_ms)), as_json, yield_text,
                   errors=("already_exited",))
     raise typer.Exit(yield_exit(result))
 

@@ -117,20 +117,21 @@ def run_cmd(
     reg = registry(home)
     result = reg.spawn(_join_command(command), pty=pty, **kwargs)
     host_warning(reg)
-    emit(_flag_names(result), as_json, lambda r: str(r["session_id"]))
+    emit(flag_names(result), as_json, lambda r: str(r["session_id"]))
 
 
-# the API's keywords that `run` and `exec` take under another name, as their errors begin with them
-_RUN_FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
-              "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms"}
+# the API's keywords that commands take as flags (run, exec, write/submit --yield-ms), as errors begin with them
+_FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
+          "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms", "port": "--port", "reuse": "--reuse",
+          "lease": "--lease"}
 
 
-def _flag_names(result: dict[str, Any]) -> dict[str, Any]:
-    """A spawn error that starts with an API keyword, said with the flag the user typed."""
+def flag_names(result: dict[str, Any]) -> dict[str, Any]:
+    """An error that starts with an API keyword, said with the flag the user typed."""
     error = result.get("error") if result.get("status") == "error" else None
-    word = error.split(" ", 1)[0] if isinstance(error, str) else ""
-    if word in _RUN_FLAGS:
-        return {**result, "error": _RUN_FLAGS[word] + str(error)[len(word):]}
+    word = error.split(" ", 1)[0].rstrip(":") if isinstance(error, str) else ""
+    if word in _FLAGS:
+        return {**result, "error": _FLAGS[word] + str(error)[len(word):]}
     return result
 
 
@@ -164,7 +165,7 @@ def exec_cmd(
     kwargs = _spawn_options(cwd=cwd, name=name, env=env, task=task, max_runtime=max_runtime, reuse=reuse, port=port,
                             lease=lease)
     reg = registry(home)
-    result = emit(_flag_names(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs)), as_json, yield_text)
+    result = emit(flag_names(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs)), as_json, yield_text)
     raise typer.Exit(yield_exit(result))
 
 

@@ -237,9 +237,13 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("run"), "needs a command")
     one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
     # the error names the flag that was typed, not the API's keyword (max_runtime, quiet_after)
-    for flag, value in (("--max-runtime", "-1"), ("--quiet-after", "0"), ("--watch", "")):
-        assert one_error_line(cli("run", flag, value, "--", "true")).startswith(f"hermes-procs: error: {flag} ")
+    for flag, value in (("--max-runtime", "-1"), ("--quiet-after", "0"), ("--watch", ""), ("--port", "0"),
+                        ("--lease", "999999999"), ("--reuse", None)):
+        value = () if value is None else (value,)
+        assert one_error_line(cli("run", flag, *value, "--", "true")).startswith(f"hermes-procs: error: {flag}")
     assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")).startswith("hermes-procs: error: --yield-ms ")
+    cat = start(cli, "--", "cat")
+    assert one_error_line(cli("write", cat, "x", "--yield-ms", "-1")).startswith("hermes-procs: error: --yield-ms ")
     one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
