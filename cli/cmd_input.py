@@ -10,7 +10,7 @@ import typer
 
 from .app import app
 from .options import EscOpt, HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit
+from .output import CliError, emit, flag_names
 
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b": "\b", "0": "\0", "\\": "\\"}
 
@@ -50,7 +50,7 @@ def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, h
     if yield_ms is None:
         emit(send(session_id, data, source="cli"), as_json, text, errors=("already_exited",))
         return
-    from .cmd_jobs import flag_names, yield_exit, yield_text
+    from .cmd_jobs import yield_exit, yield_text
 
     result = emit(flag_names(send(session_id, data, source="cli", yield_ms=yield_ms)), as_json, yield_text,
                   errors=("already_exited",))

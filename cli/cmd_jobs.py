@@ -14,7 +14,7 @@ from hermes_procs.core.supervisor.text import safe_line
 from .app import app
 from .jobtable import jobs_text
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit, host_warning, status_line, warn
+from .output import CliError, emit, flag_names, host_warning, status_line, warn
 
 
 def _join_command(words: list[str]) -> str:
@@ -118,21 +118,6 @@ def run_cmd(
     result = reg.spawn(_join_command(command), pty=pty, **kwargs)
     host_warning(reg)
     emit(flag_names(result), as_json, lambda r: str(r["session_id"]))
-
-
-# the API's keywords that commands take as flags (run, exec, write/submit --yield-ms), as errors begin with them
-_FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
-          "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms", "port": "--port", "reuse": "--reuse",
-          "lease": "--lease"}
-
-
-def flag_names(result: dict[str, Any]) -> dict[str, Any]:
-    """An error that starts with an API keyword, said with the flag the user typed."""
-    error = result.get("error") if result.get("status") == "error" else None
-    word = error.split(" ", 1)[0].rstrip(":") if isinstance(error, str) else ""
-    if word in _FLAGS:
-        return {**result, "error": _FLAGS[word] + str(error)[len(word):]}
-    return result
 
 
 @app.command("exec", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})

@@ -243,6 +243,8 @@ def test_errors_are_one_line_exit_1(cli):
         assert one_error_line(cli("run", flag, *value, "--", "true")).startswith(f"hermes-procs: error: {flag}")
     assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")).startswith("hermes-procs: error: --yield-ms ")
     cat = start(cli, "--", "cat")
+    # wait speaks of --until as typed, not of the API's until='...'
+    assert one_error_line(cli("wait", cat, "--until", "port")).endswith("without one: use --until port:N")
     assert one_error_line(cli("write", cat, "x", "--yield-ms", "-1")).startswith("hermes-procs: error: --yield-ms ")
     one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
     # --json still prints the API's dict, and the one line on stderr
