@@ -151,10 +151,15 @@ async def test_log_follow_keeps_up_with_new_output(registry):
         await until(pilot, lambda: "fresh line 2" in screen_text(app), what="new output followed")
 
 
+def _needles(registry, lines: int) -> str:
+    """A job printing `hay N` lines with `needle N` every 100th, then waiting."""
+    return spawn(registry, f"for i in $(seq 1 {lines}); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; "
+                           "else echo hay $i; fi; done; sleep 30")
+
+
 async def test_log_search_next_and_previous(registry):
-    sid = spawn(registry, "for i in $(seq 1 300); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; "
-                          "else echo hay $i; fi; done; sleep 30")
     app = make_app(registry)
+    sid = _needles(registry, 300)
     async with app.run_test(size=(100, 30)) as pilot:
         await select(pilot, app, sid)
         pane = app.query_one(LogPane)
@@ -179,9 +184,8 @@ async def test_log_search_next_and_previous(registry):
 async def test_find_while_following_the_tail_finds_the_latest_match_above(registry):
     # following a live log, everything is above: a find that searched down from the view said
     # "no more matches" for a word printed a screen earlier
-    sid = spawn(registry, "for i in $(seq 1 330); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; "
-                          "else echo hay $i; fi; done; sleep 30")
     app = make_app(registry)
+    sid = _needles(registry, 330)
     async with app.run_test(size=(100, 30)) as pilot:
         await select(pilot, app, sid)
         pane = app.query_one(LogPane)
