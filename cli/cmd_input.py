@@ -24,10 +24,10 @@ def _unescape(data: str) -> str:
         s = m.group(0)
         if s[1] in digits:
             if len(s) != 2 + digits[s[1]]:
-                raise CliError(f"bad escape {s!r}: \\{s[1]} takes exactly {digits[s[1]]} hex digits")
+                raise CliError(f"bad escape '{s}': \\{s[1]} takes exactly {digits[s[1]]} hex digits")
             code = int(s[2:], 16)
             if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise CliError(f"bad escape {s!r}: not a Unicode character")
+                raise CliError(f"bad escape '{s}': not a Unicode character")
             return chr(code)
         return _SIMPLE_ESCAPES.get(s[1], s)
 
