@@ -27,7 +27,7 @@ run demo: $(RUN_STAMP)
 	@echo "The command is $(BIN)/hermes-procs (or run . $(BIN)/activate, then hermes-procs), e.g.:"
 	@echo "    $(BIN)/hermes-procs ls              # the jobs"
 	@echo "    $(BIN)/hermes-procs web             # the same dashboard in a browser (open the printed URL)"
-	@echo "    $(BIN)/python examples/agent_loop.py --home /tmp/demo-home   # a scripted agent (README)"
+	@echo "    $(BIN)/python examples/agent_loop.py   # a scripted agent; its jobs appear in the dashboard (README)"
 
 # ruff, import-linter (the layer contracts in pyproject.toml), mypy and the size rule: see tools/lint.py
 lint: $(STAMP)

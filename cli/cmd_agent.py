@@ -33,15 +33,21 @@ def screen_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_j
 
 def _matches_text(result: dict[str, Any], many: bool, context: int) -> str:
     """`grep -n`'s format; lines count from 1, as grep and the dashboard count them (the API's
-    `line_no` is the 0-based `log --offset` of the line)."""
-    out = []
+    `line_no` is the 0-based `log --offset` of the line). As grep, groups that touch or overlap
+    are merged, and `--` goes between two groups only (none with `-C 0`)."""
+    lines: dict[tuple[str, int], tuple[str, bool]] = {}
     for match in result["matches"]:
-        where = f"{match['session_id']}:" if many else ""
-        first = match["line_no"] + 1 - len(match["before"])
+        first = match["line_no"] - len(match["before"])
         for i, line in enumerate([*match["before"], match["line"], *match["after"]]):
-            out.append(f"{where}{first + i}{':' if first + i == match['line_no'] + 1 else '-'}{line}")
-        if context:
+            key = (match["session_id"], first + i)
+            lines[key] = (line, lines.get(key, ("", False))[1] or first + i == match["line_no"])
+    out: list[str] = []
+    previous: Optional[tuple[str, int]] = None
+    for (sid, line_no), (line, is_match) in lines.items():
+        if context and previous is not None and previous != (sid, line_no - 1):
             out.append("--")
+        previous = (sid, line_no)
+        out.append(f"{sid + ':' if many else ''}{line_no + 1}{':' if is_match else '-'}{line}")
     if result.get("truncated"):
         out.append(f"({result['note']})")
     elif result["total"] > len(result["matches"]):

@@ -14,7 +14,7 @@ from hermes_procs.core.supervisor.text import safe_line
 
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, check, emit, status_line
+from .output import CliError, check, emit, flag_names, status_line
 
 WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
 
@@ -30,7 +30,7 @@ def _wait_for(reg: Registry, session_ids: list[str], timeout: Optional[float], a
             got = reg.wait(session_ids[0], timeout=step, until=until)
         else:
             got = reg.wait_any(session_ids, timeout=step)
-        result: dict[str, Any] = check(got, as_json)
+        result: dict[str, Any] = check(flag_names(got), as_json)
         if result.get("status") != "timeout":
             return result
         if deadline is not None and time.monotonic() >= deadline - 0.001:

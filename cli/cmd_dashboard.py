@@ -17,7 +17,7 @@ from hermes_procs.core.supervisor.text import safe_strings
 
 from .app import app
 from .jobtable import jobs_text
-from .options import HomeOpt, opts, registry
+from .options import HomeOpt, check_home, opts, registry
 from .output import ERROR_STATUSES, PROG, CliError, err, out
 
 
@@ -55,6 +55,7 @@ def open_dashboard(home: Optional[str], demo: bool) -> None:
     _check_host()
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CliError(f"the dashboard needs a terminal; for scripts use `{PROG} ls` (see `{PROG} --help`)")
+    check_home(home)
     rc = plugged().run(home, demo)
     if rc:
         raise typer.Exit(rc)

@@ -10,7 +10,7 @@ import typer
 
 from .app import app
 from .options import EscOpt, HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit
+from .output import CliError, emit, flag_names
 
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b": "\b", "0": "\0", "\\": "\\"}
 
@@ -24,10 +24,10 @@ def _unescape(data: str) -> str:
         s = m.group(0)
         if s[1] in digits:
             if len(s) != 2 + digits[s[1]]:
-                raise CliError(f"bad escape {s!r}: \\{s[1]} takes exactly {digits[s[1]]} hex digits")
+                raise CliError(f"bad escape '{s}': \\{s[1]} takes exactly {digits[s[1]]} hex digits")
             code = int(s[2:], 16)
             if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                raise CliError(f"bad escape {s!r}: not a Unicode character")
+                raise CliError(f"bad escape '{s}': not a Unicode character")
             return chr(code)
         return _SIMPLE_ESCAPES.get(s[1], s)
 
@@ -52,7 +52,7 @@ def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, h
         return
     from .cmd_jobs import yield_exit, yield_text
 
-    result = emit(send(session_id, data, source="cli", yield_ms=yield_ms), as_json, yield_text,
+    result = emit(flag_names(send(session_id, data, source="cli", yield_ms=yield_ms)), as_json, yield_text,
                   errors=("already_exited",))
     raise typer.Exit(yield_exit(result))
 
@@ -97,7 +97,8 @@ def submit_cmd(
 def close_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Close a job's stdin (EOF; Ctrl-D for a PTY job)."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).close_stdin(session_id), as_json, errors=("already_exited",))
+    emit(registry(home).close_stdin(session_id), as_json, lambda r: f"closed the stdin of {r['session_id']}",
+         errors=("already_exited",))
 
 
 @app.command("attach")

@@ -14,7 +14,7 @@ from hermes_procs.core.supervisor.text import safe_line
 from .app import app
 from .jobtable import jobs_text
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit, host_warning, status_line, warn
+from .output import CliError, emit, flag_names, host_warning, status_line, warn
 
 
 def _join_command(words: list[str]) -> str:
@@ -117,7 +117,7 @@ def run_cmd(
     reg = registry(home)
     result = reg.spawn(_join_command(command), pty=pty, **kwargs)
     host_warning(reg)
-    emit(result, as_json, lambda r: str(r["session_id"]))
+    emit(flag_names(result), as_json, lambda r: str(r["session_id"]))
 
 
 @app.command("exec", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
@@ -150,7 +150,7 @@ def exec_cmd(
     kwargs = _spawn_options(cwd=cwd, name=name, env=env, task=task, max_runtime=max_runtime, reuse=reuse, port=port,
                             lease=lease)
     reg = registry(home)
-    result = emit(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs), as_json, yield_text)
+    result = emit(flag_names(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs)), as_json, yield_text)
     raise typer.Exit(yield_exit(result))
 
 
@@ -248,6 +248,9 @@ def log_cmd(
 ) -> None:
     """Print a job's output (ANSI stripped).  --follow streams it until the job exits."""
     home, as_json = opts(ctx, home, as_json)
+    if raw and not follow:
+        raise CliError("--raw goes with --follow: `log ID --follow --raw` writes the job's bytes "
+                       "(and returns at once for a job that has ended)")
     reg = registry(home)
     if follow:
         if since is not None:

@@ -20,6 +20,7 @@ def mcp_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
     except ImportError as exc:
         raise CliError(f"the MCP server is not available ({exc}): install the mcp extra, e.g. pip install "
                        "'hermes-procs[mcp]' (in a checkout: pip install -e '.[mcp]')") from exc
+    registry(home)  # an unusable home (or host) is one line here, not an error inside the server
     serve(home)
 
 

@@ -8,7 +8,7 @@ import typer
 
 from .app import app
 from .cmd_dashboard import plugged
-from .options import HomeOpt, opts
+from .options import HomeOpt, check_home, opts
 from .output import CliError
 
 
@@ -38,6 +38,7 @@ def web_cmd(
     host = host.strip("[]")
     if not host:
         raise CliError("--host needs an address, e.g. 127.0.0.1")
+    check_home(home)
     rc = plugged().web(home, host, port, read_only, allow_remote, max_sessions)
     if rc:
         raise typer.Exit(rc)

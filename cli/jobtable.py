@@ -17,6 +17,7 @@ FINISHED_SHOWN = 20  # without --all: running jobs and this many of the newest f
 HEADS = ["ID", "STATUS", "PID", "STARTED", "DURATION", "COMMAND"]
 RIGHT = {2, 4}  # right-aligned columns
 GAP = "  "
+MIN_COMMAND = 12  # columns of COMMAND worth keeping STARTED and PID for
 _COLORS = {"green": "\x1b[32m", "red": "\x1b[31m", "yellow": "\x1b[33m", "": ""}
 
 
@@ -60,17 +61,27 @@ def _cells(job: JobInfo, ports: bool) -> tuple[list[str], str]:
 
 def render_table(jobs: list[JobInfo], tty: bool) -> str:
     """Every column but COMMAND keeps its full width; COMMAND is cut with an ellipsis to the
-    terminal width (no cut when not a terminal). Colours and a bold header only on a terminal."""
+    terminal width (no cut when not a terminal). A terminal too narrow to leave COMMAND
+    MIN_COMMAND columns loses STARTED, then PID, as the dashboard does; a row never wraps.
+    Colours and a bold header only on a terminal."""
     ports = any(job.ports for job in jobs)  # a PORTS column when a job listens
     heads = [*HEADS[:-1], "PORTS", HEADS[-1]] if ports else HEADS
     rows = [_cells(job, ports) for job in jobs]
     fixed = len(heads) - 1
     widths = [max([len(heads[i])] + [len(cells[i]) for cells, _ in rows]) for i in range(fixed)]
-    room = max(12, shutil.get_terminal_size((100, 24)).columns - sum(widths) - len(GAP) * fixed) if tty else None
+    shown, room = list(range(fixed)), None
+    if tty:
+        columns = shutil.get_terminal_size((100, 24)).columns
+        for drop in (None, 3, 2):  # STARTED, then PID
+            if drop is not None:
+                shown.remove(drop)
+            room = max(2, columns - sum(widths[i] + len(GAP) for i in shown))
+            if room >= MIN_COMMAND:
+                break
 
     def line(cells: list[str], style: str = "", head: bool = False) -> str:
         parts = []
-        for i in range(fixed):
+        for i in shown:
             cell = cells[i].rjust(widths[i]) if i in RIGHT else cells[i].ljust(widths[i])
             if i == 1 and style and tty:
                 cell = f"{_COLORS[style]}{cell}\x1b[0m"

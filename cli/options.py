@@ -45,6 +45,21 @@ def opts(ctx: typer.Context, home: Optional[str], as_json: bool = False) -> tupl
     return (home if home is not None else root.get("home")), bool(as_json or root.get("json"))
 
 
+def check_home(home: Optional[str]) -> None:
+    """This machine's state home is usable (created 0700 if missing), else the CliError that
+    `registry` gives: for the commands that open it in another process (dashboard, web)."""
+    from hermes_procs.core.registry.paths import HomeError, ensure_private_dir, resolve_home
+
+    try:
+        ensure_private_dir(resolve_home(home))
+    except (HomeError, OSError) as exc:
+        raise _home_error(home, exc) from exc
+
+
+def _home_error(home: Optional[str], exc: Exception) -> CliError:
+    return CliError(f"cannot open state home {home or '(default)'}: {exc}")
+
+
 def registry(home: Optional[str]) -> Registry:
     """The ProcessRegistry over `home`; a CliError when the home cannot be used."""
     from hermes_procs.core import ProcessRegistry
@@ -55,4 +70,4 @@ def registry(home: Optional[str]) -> Registry:
     except Exception as exc:  # noqa: BLE001 - bad home, permissions, ...: one line for the user
         if remote and isinstance(exc, ValueError):  # a bad host URL or unknown host name
             raise CliError(str(exc)) from exc
-        raise CliError(f"cannot open state home {home or '(default)'}: {exc}") from exc
+        raise _home_error(home, exc) from exc

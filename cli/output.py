@@ -151,3 +151,21 @@ def status_line(job: JobInfo) -> str:
     if job.uptime is not None:
         parts.append(f"{'up' if job.running else 'ran'} {fmt_duration(job.uptime)}")
     return "  ".join(parts)
+
+
+# the API's keywords that commands take as flags (run, exec, write/submit --yield-ms), as errors begin with them
+_FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
+          "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms", "port": "--port", "reuse": "--reuse",
+          "lease": "--lease"}
+
+
+def flag_names(result: dict[str, Any]) -> dict[str, Any]:
+    """An error that starts with an API keyword, said with the flag the user typed."""
+    error = result.get("error") if result.get("status") == "error" else None
+    if not isinstance(error, str):
+        return result
+    error = re.sub(r"\buntil='([^']*)'", r"--until \1", error)  # wait's until='port:N'
+    word = error.split(" ", 1)[0].rstrip(":")
+    if word in _FLAGS:
+        error = _FLAGS[word] + error[len(word):]
+    return {**result, "error": error}

@@ -182,7 +182,11 @@ def test_cli_search_and_restart(registry, home):
     # lines count from 1, as grep -n and the dashboard count them (--json: the 0-based offset)
     assert _cli(home, "search", sid, "answer", "-C", "0").stdout.strip() == "2:answer y"
     assert _cli(home, "search", "answer", "-C", "0").stdout.strip() == f"{sid}:2:answer y"
-    assert _cli(home, "search", sid, "answer", "-C", "1").stdout == "1-first\n2:answer y\n3-last\n--\n"
+    # as grep -n -C: `--` only between two groups, never after the last one
+    assert _cli(home, "search", sid, "answer", "-C", "1").stdout == "1-first\n2:answer y\n3-last\n"
+    assert _cli(home, "search", sid, "first|last", "-C", "0").stdout == "1:first\n3:last\n"
+    # overlapping groups are merged, a match inside another's context is shown as a match
+    assert _cli(home, "search", sid, "first|y", "-C", "1").stdout == "1:first\n2:answer y\n3-last\n"
     assert json.loads(_cli(home, "search", sid, "answer", "--json").stdout)["matches"][0]["line_no"] == 1
     assert _cli(home, "search", "a", "b", "c").returncode == 1
     new = _cli(home, "restart", sid).stdout.strip()

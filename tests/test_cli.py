@@ -120,7 +120,7 @@ def test_write_submit_close_on_a_pipe_job(cli):
     assert json.loads(cli("write", sid, "-E", r"abc\n", "--json", check=0).stdout)["bytes_written"] == 4
     cli("submit", sid, "xyz", check=0)
     wait_for(lambda: "xyz" in cli("log", sid).stdout)
-    assert json.loads(cli("close", sid, "--json", check=0).stdout)["status"] == "ok"
+    assert cli("close", sid, check=0).stdout == f"closed the stdin of {sid}\n"  # as write says what it did
     done = json.loads(cli("wait", sid, "--timeout", "5", "--json", check=0).stdout)
     assert done["status"] == "exited" and done["exit_code"] == 0
     assert cli("log", sid, check=0).stdout == "abc\nxyz\n"
@@ -232,9 +232,20 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("log", "abcd", "--limit", "many"), "--limit")
     one_error_line(cli("log", "proc_000000000000", "--follow"), "No process with ID")
     one_error_line(cli("log", "../x", "-f"))
+    # --raw is a way of following: alone it would print stripped text while promising bytes
+    one_error_line(cli("log", "abcd", "--raw"), "--raw", "--follow")
     one_error_line(cli("run"), "needs a command")
     one_error_line(cli("run", "--cwd", "/nonexistent/dir", "--", "true"))
-    one_error_line(cli("run", "--max-runtime", "-1", "--", "true"))
+    # the error names the flag that was typed, not the API's keyword (max_runtime, quiet_after)
+    for flag, value in (("--max-runtime", "-1"), ("--quiet-after", "0"), ("--watch", ""), ("--port", "0"),
+                        ("--lease", "999999999"), ("--reuse", None)):
+        value = () if value is None else (value,)
+        assert one_error_line(cli("run", flag, *value, "--", "true")).startswith(f"hermes-procs: error: {flag}")
+    assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")).startswith("hermes-procs: error: --yield-ms ")
+    cat = start(cli, "--", "cat")
+    # wait speaks of --until as typed, not of the API's until='...'
+    assert one_error_line(cli("wait", cat, "--until", "port")).endswith("without one: use --until port:N")
+    assert one_error_line(cli("write", cat, "x", "--yield-ms", "-1")).startswith("hermes-procs: error: --yield-ms ")
     one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
@@ -377,3 +388,55 @@ def test_log_follow_loses_nothing_when_the_reader_falls_behind(cli, home):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert out == b"".join(b"%d\n" % i for i in range(1, n + 1))
+
+
+def _ls_on_a_terminal(home, columns: int) -> list[str]:
+    """`ls` with its stdout on a real PTY of `columns` columns: the lines it printed, colours removed."""
+    master, slave = os.openpty()
+    try:
+        env = dict(os.environ, HERMES_PROCS_HOME=str(home), COLUMNS=str(columns))
+        subprocess.run([sys.executable, "-m", "hermes_procs", "ls"], stdout=slave, env=env, timeout=30, check=True)
+        os.close(slave)
+        data = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the writer is gone and everything was read
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(master)
+    return [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in data.decode().splitlines()]
+
+
+def test_ls_on_a_narrow_terminal_never_wraps_a_row(cli, home):
+    sid = start(cli, "--name", "a-long-name", "--", "sleep 0.1; echo " + "word " * 30)
+    cli("wait", sid, check=0)
+    for columns in (60, 80):
+        lines = _ls_on_a_terminal(home, columns)
+        assert len(lines) == 2 and lines[1].startswith(sid), lines
+        assert max(len(line) for line in lines) <= columns, lines
+        assert lines[1].endswith("\u2026"), lines  # COMMAND is cut, with an ellipsis
+        # too narrow for a useful COMMAND: STARTED goes first, as in the dashboard
+        assert ("STARTED" in lines[0]) == (columns == 80), lines
+
+
+def test_an_unusable_home_is_the_same_one_line_for_the_dashboard_and_web(tmp_path):
+    # `ls` said "cannot open state home"; the dashboard said "internal error: HomeError" and
+    # `web` served a page whose every dashboard then failed
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    master, slave = os.openpty()
+    try:
+        for args in (["tui"], ["web", "--port", "0"], ["mcp"], ["ls"]):
+            r = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(shared), *args], stdin=slave,
+                               stdout=slave, stderr=subprocess.PIPE, text=True, timeout=30)
+            assert r.returncode == 1, (args, r.stderr)
+            assert r.stderr == f"hermes-procs: error: cannot open state home {shared}: {shared} is writable by " \
+                               "group or others (mode 0777); use a private directory (chmod go-w) or a new path\n"
+    finally:
+        os.close(slave)
+        os.close(master)

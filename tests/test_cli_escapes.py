@@ -19,6 +19,7 @@ def test_bad_escape_is_a_clear_error(registry):
             out = _cli(registry.home, command, "-E", job["session_id"], data)
             assert out.returncode == 1 and "bad escape" in out.stderr, (data, out.stderr)
             assert "internal error" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+            assert "\\\\" not in out.stderr, out.stderr  # the escape as typed, not its Python repr ('\\x')
         assert registry.inputs(job["session_id"]) == []  # nothing was sent
     finally:
         registry.kill(job["session_id"], grace=0.2)

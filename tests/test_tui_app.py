@@ -151,10 +151,15 @@ async def test_log_follow_keeps_up_with_new_output(registry):
         await until(pilot, lambda: "fresh line 2" in screen_text(app), what="new output followed")
 
 
+def _needles(registry, lines: int) -> str:
+    """A job printing `hay N` lines with `needle N` every 100th, then waiting."""
+    return spawn(registry, f"for i in $(seq 1 {lines}); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; "
+                           "else echo hay $i; fi; done; sleep 30")
+
+
 async def test_log_search_next_and_previous(registry):
-    sid = spawn(registry, "for i in $(seq 1 300); do if [ $((i % 100)) = 0 ]; then echo \"needle $i\"; "
-                          "else echo hay $i; fi; done; sleep 30")
     app = make_app(registry)
+    sid = _needles(registry, 300)
     async with app.run_test(size=(100, 30)) as pilot:
         await select(pilot, app, sid)
         pane = app.query_one(LogPane)
@@ -174,6 +179,23 @@ async def test_log_search_next_and_previous(registry):
         await pilot.press("up")
         await until(pilot, lambda: pane.match_line == 199, what="previous match")
         assert "needle 200" in screen_text(app)
+
+
+async def test_find_while_following_the_tail_finds_the_latest_match_above(registry):
+    # following a live log, everything is above: a find that searched down from the view said
+    # "no more matches" for a word printed a screen earlier
+    app = make_app(registry)
+    sid = _needles(registry, 330)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: "hay 330" in screen_text(app) and pane.follow, what="following the tail")
+        assert "needle 300" not in screen_text(app)
+        await pilot.press("ctrl+f")
+        await pilot.press(*"needle", "enter")
+        await until(pilot, lambda: pane.match_line == 299, what="the latest match (line 300)")
+        await pilot.press("up")
+        await until(pilot, lambda: pane.match_line == 199, what="the one before")
 
 
 async def test_big_log_opens_at_once(registry, tmp_path, monkeypatch):

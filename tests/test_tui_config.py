@@ -45,6 +45,21 @@ def test_config_file_is_found_by_xdg_and_bad_entries_are_reported(xdg, monkeypat
     assert cfg.problems and cfg.highlights == DEFAULT_HIGHLIGHTS
 
 
+def test_misspelled_or_mistyped_settings_are_reported_not_ignored(xdg):
+    # the README: "every entry is optional and a bad one is skipped with a warning toast"
+    (xdg / "config.toml").write_text(
+        'thme = "nord"\ndefault_highlights = "no"\n[notfy]\nbell = false\n[hosts]\nbox = "ssh://me@box"\n')
+    problems = load_config().problems
+    assert len(problems) == 3, problems
+    assert "thme: no such setting (did you mean theme?); skipped" in problems[0]
+    assert "default_highlights must be true or false" in problems[1]
+    assert "notfy: no such setting (did you mean notify?); skipped" in problems[2]
+    (xdg / "config.toml").write_text('theme = 5\nhighlight = "x"\n')
+    cfg = load_config()
+    assert cfg.theme is None and cfg.highlights == DEFAULT_HIGHLIGHTS
+    assert ["theme must be" in p or "highlight must be" in p for p in cfg.problems] == [True, True], cfg.problems
+
+
 def _styles_of(pane: LogPane, word: str) -> list:
     for y in range(pane.size.height):
         for seg in pane.render_line(y):

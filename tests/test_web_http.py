@@ -117,6 +117,8 @@ def test_non_loopback_bind_needs_allow_remote(tmp_path, flag):
                         "--port", "0"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "--allow-remote" in r.stderr, r.stderr
+    # the tunnel it suggests is one that can be typed (--port 0 has no port to forward yet)
+    assert "ssh -L 8765:127.0.0.1:8765 HOST" in r.stderr and "ssh -L 0:" not in r.stderr, r.stderr
 
 
 def test_allow_remote_says_how_to_tunnel(tmp_path):

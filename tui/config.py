@@ -107,8 +107,9 @@ def load_config(path: Path | None = None) -> Config:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         cfg.problems.append(f"{path}: {exc}")
         data = {}
+    data = _known_settings(data, path, cfg.problems)
     rules = list(DEFAULT_HIGHLIGHTS) if data.get("default_highlights", True) is not False else []
-    for i, entry in enumerate(data.get("highlight", []) if isinstance(data.get("highlight"), list) else []):
+    for i, entry in enumerate(data.get("highlight", [])):
         try:
             rules.append(_user_rule(str(entry["pattern"]), str(entry.get("style", "bold"))))
         except (KeyError, TypeError, PatternError, StyleSyntaxError) as exc:
@@ -122,6 +123,28 @@ def load_config(path: Path | None = None) -> Config:
     if isinstance(remembered, str):
         cfg.theme = remembered
     return cfg
+
+
+# every setting of the file, with the type it must have ([hosts] is read by core/remote/config.py)
+_SETTINGS = {"theme": (str, "a theme name"), "default_highlights": (bool, "true or false"),
+             "highlight": (list, "a list of [[highlight]] tables"), "keys": (dict, "a table"),
+             "notify": (dict, "a table"), "hosts": (dict, "a table")}
+
+
+def _known_settings(data: dict, path: Path, problems: list[str]) -> dict:
+    """The settings of ``data`` whose name and type are right; each other one is reported
+    (a misspelled name with the closest known one) and left out."""
+    kept = {}
+    for name, value in data.items():
+        if name not in _SETTINGS:
+            close = difflib.get_close_matches(name, list(_SETTINGS), n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{path}: {name}: no such setting{hint}; skipped")
+        elif not isinstance(value, _SETTINGS[name][0]):
+            problems.append(f"{path}: {name} must be {_SETTINGS[name][1]}; skipped")
+        else:
+            kept[name] = value
+    return kept
 
 
 def _keys(data: dict, path: Path, problems: list[str]) -> dict[str, str]:

@@ -562,7 +562,12 @@ class LogPane(ScrollView, can_focus=True):
         return self._find.match_line
 
     def search(self, query: str, forward: bool = True) -> None:
+        """Find ``query`` from the last match, else from the view: down from its top line, or
+        up from its bottom. While the pane follows the tail everything is above, so a new
+        find then goes up from the bottom (the latest match first)."""
         self._find.text = query
+        if self.follow and self.match_line is None:
+            forward = False
         if not query or self.reader is None or not self._find.begin(self.generation, query, forward):
             return
         if self.match_line is not None:

@@ -121,7 +121,7 @@ def serve(home: str | None = None, host: str = "127.0.0.1", port: int = 8765, re
     At most ``max_sessions`` dashboards (browser tabs) run at once."""
     if not is_loopback(host) and not allow_remote:
         return _fail(f"refusing to bind non-loopback address {host} without --allow-remote "
-                     f"(or keep 127.0.0.1 and use `ssh -L {port}:127.0.0.1:{port} HOST`)")
+                     f"(or keep 127.0.0.1 and use `ssh -L {port or 8765}:127.0.0.1:{port or 8765} HOST`)")
     server = WebServer(app_command(home, read_only), host, port, new_token(), max_sessions)
     server.guard = Guard(host, port, server.token)
 
