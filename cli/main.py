@@ -15,6 +15,8 @@ from typing import Optional
 import typer
 from typer import _click
 
+from hermes_procs.core.registry.envnumbers import unusable_settings
+
 from . import (  # noqa: F401 - they add the commands
     cmd_agent,
     cmd_control,
@@ -28,7 +30,7 @@ from . import (  # noqa: F401 - they add the commands
 )
 from .app import app
 from .cmd_dashboard import Dashboard, plug
-from .output import PROG, CliError, err
+from .output import PROG, CliError, err, warn
 
 __all__ = ["Dashboard", "main"]
 
@@ -48,6 +50,8 @@ def main(argv: Optional[list[str]] = None, dashboard: Optional[Dashboard] = None
     # commands must still stop on Ctrl-C / SIGINT.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     code = _run(argv)
+    for line in unusable_settings():  # after the answer: stdout stays what scripts parse
+        warn(line)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

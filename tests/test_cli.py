@@ -440,3 +440,23 @@ def test_an_unusable_home_is_the_same_one_line_for_the_dashboard_and_web(tmp_pat
     finally:
         os.close(slave)
         os.close(master)
+
+
+def test_an_unusable_number_setting_is_a_warning_not_silence(cli):
+    """HERMES_PROCS_KILL_GRACE=3s (a typo) falls back to the default, and the command says so on
+    stderr, once, after its answer; stdout stays what scripts parse."""
+    bad = {"HERMES_PROCS_KILL_GRACE": "3s", "HERMES_PROCS_LOG_CAP": "\x1b]52;c;eA==\x07"}
+    sid = start(cli, "--", "sleep 30")
+    killed = cli("kill", sid, "--json", env=bad, check=0)
+    assert json.loads(killed.stdout)["status"] == "killed", killed
+    assert killed.stderr.splitlines() == [
+        "hermes-procs: warning: HERMES_PROCS_KILL_GRACE='3s' is not a number > 0: 3 is used"], killed.stderr
+    ran = cli("run", "--", "true", env=bad, check=0)
+    assert ID_RE.match(ran.stdout.strip()), ran
+    assert ran.stderr.splitlines() == [  # both are read when a job starts: each said once
+        "hermes-procs: warning: HERMES_PROCS_LOG_CAP='\\x1b]52;c;eA==\\x07' is not a number > 0: 67108864 is used",
+        "hermes-procs: warning: HERMES_PROCS_KILL_GRACE='3s' is not a number > 0: 3 is used"], ran.stderr
+    assert "\x1b" not in ran.stderr and "\x07" not in ran.stderr, ran.stderr
+    pruned = cli("prune", env={"HERMES_PROCS_KEEP_DAYS": "-1"}, check=0)
+    assert pruned.returncode == 0 and "HERMES_PROCS_KEEP_DAYS='-1' is not a number >= 0: 7 is used" in pruned.stderr
+    assert cli("ls", env={"HERMES_PROCS_KILL_GRACE": "2.5"}, check=0).stderr == ""

@@ -291,6 +291,10 @@ def test_a_job_that_ends_at_once_is_not_pruned_by_its_own_spawn(registry, monkey
 
 
 def test_bad_retention_setting_does_not_break_spawn(registry, monkeypatch):
+    """An unusable setting is the default (200), said once by unusable_settings (the CLI's warning)."""
+    from hermes_procs.core.registry.envnumbers import unusable_settings
+
     monkeypatch.setenv("HERMES_PROCS_KEEP_COUNT", "-5")
     assert registry.spawn("true")["status"] == "running"
-    assert registry.prune()["status"] == "error"
+    assert registry.prune()["status"] == "ok"
+    assert "HERMES_PROCS_KEEP_COUNT='-5' is not a number >= 0: 200 is used" in unusable_settings()

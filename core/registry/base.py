@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..supervisor import stats, text
 from ..supervisor.bounds import MAX_SECONDS, BadNumber
-from ..supervisor.bounds import setting as _setting
 from . import events, logstore, processes, protocol
+from .envnumbers import env_number
 from .interface import Registry
 from .jobstate import CorruptJob, Job, load
 from .paths import IdError, ensure_private_dir, resolve_home, resolve_id
@@ -68,7 +68,7 @@ def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
 
 
 def _env_float(name: str, default: float, maximum: float = MAX_SECONDS) -> float:
-    return _setting(os.environ.get(name), default, maximum)
+    return env_number(name, default, 0.0, maximum)
 
 
 class RegistryBase(Registry):

@@ -13,7 +13,6 @@ some consumer has not read plus the events of the jobs kept (core/registry/event
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 from ..supervisor.bounds import BadNumber
 from . import compat_checkpoint, events, events_compact
+from .envnumbers import env_number
 from .jobstate import CorruptJob, load
 from .paths import list_job_ids, list_job_links
 
@@ -32,10 +32,7 @@ def _setting(value: object, env: str, default: float) -> float:
     """A retention limit: the argument, else the environment setting, else `default`; a
     finite number >= 0 (BadNumber otherwise, naming the argument)."""
     if value is None:
-        try:
-            value = float(os.environ.get(env, default))
-        except ValueError:
-            value = default
+        value = env_number(env, default, lowest_ok=True)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN too
         raise BadNumber(f"{env.lower().removeprefix('hermes_procs_')} must be a number >= 0, not {value!r}"[:120])
     return math.inf if value > 1e308 else float(value)  # an int too big for a float: keep everything

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..supervisor import proctree, reaper, template
-from ..supervisor.bounds import seconds, terminal_size, whole
+from ..supervisor.bounds import MAX_SECONDS, seconds, terminal_size, whole
 from . import leases, portguard
 from .base import BadInput, _env_float, _safe
+from .envnumbers import env_number
 from .envsafe import child_env, shell_argv
 from .housekeeping import Housekeeping
 from .paths import new_session_id, open_nofollow, write_json_atomic
@@ -248,13 +249,7 @@ def _exec_limits(argv: list[str], env: dict[str, str]) -> None:
 
 def template_idle() -> float:
     """HERMES_PROCS_TEMPLATE_IDLE: seconds the home's supervisor template waits for work; 0: none."""
-    raw = os.environ.get("HERMES_PROCS_TEMPLATE_IDLE")
-    try:
-        if raw is not None and float(raw) == 0:
-            return 0.0
-    except ValueError:
-        pass
-    return _env_float("HERMES_PROCS_TEMPLATE_IDLE", template.DEFAULT_IDLE)
+    return env_number("HERMES_PROCS_TEMPLATE_IDLE", template.DEFAULT_IDLE, 0.0, MAX_SECONDS, lowest_ok=True)
 
 
 def _umask() -> int:

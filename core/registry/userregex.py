@@ -42,6 +42,7 @@ from typing import Any, Optional
 
 from . import linefind
 from .colourfind import ColourFinder
+from .envnumbers import env_number
 
 __all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserRegex", "compile_user",
            "regex_timeout"]
@@ -64,11 +65,7 @@ class PatternTimeout(PatternError):
 
 def regex_timeout() -> float:
     """Seconds one worker call may take: HERMES_PROCS_REGEX_TIMEOUT, default 3."""
-    try:
-        value = float(os.environ.get("HERMES_PROCS_REGEX_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        return DEFAULT_TIMEOUT
-    return value if 0.05 <= value <= 3600 else DEFAULT_TIMEOUT
+    return env_number("HERMES_PROCS_REGEX_TIMEOUT", DEFAULT_TIMEOUT, 0.05, 3600, lowest_ok=True)
 
 
 def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pattern") -> UserRegex:
