@@ -69,15 +69,15 @@ def test_an_action_right_after_an_arrow_works_on_the_row_the_arrow_reached(regis
     tmux.keys("Escape")
 
 
-def test_three_quick_downs_in_the_find_box_move_three_matches(registry, home, tmux):
+def test_three_quick_ups_in_the_find_box_move_three_matches(registry, home, tmux):
     registry.spawn("for i in $(seq 1 30); do echo \"line $i\"; done; for x in A B C D; do echo needle-$x; echo filler; "
                    "done; sleep 300", name="finder")
     open_dashboard(tmux, home, "finder", "needle-D")
     tmux.keys("-l", "\x06needle")  # Ctrl-F opens the find box, the text goes into it
     tmux.keys("Enter")
-    tmux.wait("match at line 31")
-    tmux.keys("Down", "Down", "Down")  # one burst
-    tmux.wait("match at line 37")  # needle-D
+    tmux.wait("match at line 37")  # following the tail, find looks up from the bottom: needle-D
+    tmux.keys("Up", "Up", "Up")  # one burst
+    tmux.wait("match at line 31")  # needle-A
 
 
 def test_a_quick_filter_with_context_in_one_burst(registry, home, tmux):

@@ -128,7 +128,8 @@ def load_config(path: Path | None = None) -> Config:
 # every setting of the file, with the type it must have ([hosts] is read by core/remote/config.py)
 _SETTINGS = {"theme": (str, "a theme name"), "default_highlights": (bool, "true or false"),
              "highlight": (list, "a list of [[highlight]] tables"), "keys": (dict, "a table"),
-             "notify": (dict, "a table"), "hosts": (dict, "a table")}
+             "notify": (dict, "a table"), "hosts": (dict, "a table"),
+             "notify_bell": (bool, "true or false")}  # the older spelling of [notify] bell
 
 
 def _known_settings(data: dict, path: Path, problems: list[str]) -> dict:
