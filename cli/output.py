@@ -166,6 +166,7 @@ def flag_names(result: dict[str, Any]) -> dict[str, Any]:
         return result
     error = re.sub(r"\buntil='([^']*)'", r"--until \1", error)  # wait's until='port:N'
     word = error.split(" ", 1)[0].rstrip(":")
-    if word in _FLAGS and re.match(rf"{word}(:| must | needs )", error):  # about the value typed, not "port 80 is in use"
+    # only about the value typed: "port must be...", not "port 80 is in use"
+    if word in _FLAGS and re.match(rf"{word}(:| must | needs )", error):
         error = _FLAGS[word] + error[len(word):]
     return {**result, "error": error}

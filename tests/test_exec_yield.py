@@ -114,7 +114,8 @@ def test_cli_exec_of_a_job_that_runs_on_puts_its_id_on_stderr(registry, home):
     assert (reply.returncode, reply.stdout) == (0, "got xyxy\n> \n")
     ended = cli(home, "submit", "--yield-ms", "5000", sid, "quit")
     assert ended.returncode == 4 and ended.stderr == ""
-    assert cli(home, "exec", "--yield-ms", "-3", "--", "true").stderr.startswith("hermes-procs: error: --yield-ms must be")
+    bad = cli(home, "exec", "--yield-ms", "-3", "--", "true")
+    assert bad.stderr.startswith("hermes-procs: error: --yield-ms must be"), bad
 
 
 def test_exec_output_reaches_the_terminal_sanitised(registry, home):
