@@ -37,7 +37,7 @@ lint: $(STAMP)
 test: $(STAMP)
 	sh tools/system-deps.sh
 	$(BIN)/python tools/lint.py import-linter ruff mypy sizes
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q --durations=15
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
