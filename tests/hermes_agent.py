@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -33,8 +34,11 @@ SECRETS = {"MY_DB_PASSWORD": DB_PASSWORD, "OPENAI_API_KEY": "sk-" + "Q" * 40,
 
 
 def cache_dir() -> Path:
+    # the user's own home, not $HOME: tests/conftest.py points HOME into the session's temporary
+    # folder, and a worker that looked there built a second environment (~45 s) at every run
+    user_home = pwd.getpwuid(os.getuid()).pw_dir
     base = os.environ.get("HERMES_PROCS_TEST_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hermes-procs-tests")
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(user_home, ".cache"), "hermes-procs-tests")
     key = hashlib.sha256(str(ROOT).encode() + b"\0" + (ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
     return Path(base) / f"hermes-agent-{VERSION}-{key}"
 
