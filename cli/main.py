@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 from typer import _click
 
-from hermes_procs.core.registry.envnumbers import unusable_settings
+from hermes_procs.core.registry.envnumbers import forget_unusable, unusable_settings
 
 from . import (  # noqa: F401 - they add the commands
     cmd_agent,
@@ -49,6 +49,7 @@ def main(argv: Optional[list[str]] = None, dashboard: Optional[Dashboard] = None
     # Started in the background (`cmd &`, some test runners) SIGINT arrives ignored; the follow
     # commands must still stop on Ctrl-C / SIGINT.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    forget_unusable()
     code = _run(argv)
     for line in unusable_settings():  # after the answer: stdout stays what scripts parse
         warn(line)

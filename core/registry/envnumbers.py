@@ -36,3 +36,10 @@ def unusable_settings() -> list[str]:
     """One line for each setting read so far in this process that was not a usable number."""
     with _LOCK:
         return list(_UNUSABLE.values())
+
+
+def forget_unusable() -> None:
+    """Start a new count (the CLI, at the start of each command: a forked process inherits the
+    settings its parent met)."""
+    with _LOCK:
+        _UNUSABLE.clear()
