@@ -345,6 +345,12 @@ def clean_slate():
     """No job of an earlier scenario runs, and no event of one is pending."""
     registry().kill_all()
     time.sleep(0.5)
+    # stock Hermes keeps a killed job among the running ones until its reader thread sees the
+    # end of the output, which may take seconds on a loaded machine: the next scenario's list
+    # and counts would show it (list_and_activity failed so 1 run in 3)
+    deadline = time.monotonic() + 35
+    while registry().count_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
     registry().drain_notifications(skip_poll_observed=False)
     while not registry().completion_queue.empty():
         registry().completion_queue.get_nowait()
