@@ -3,6 +3,7 @@ routing fields, drain_notifications ownership, consumed completions. Real jobs t
 
 import logging
 import os
+import time
 
 import pytest
 from conftest import wait_until
@@ -158,6 +159,12 @@ def test_first_drain_does_not_replay_history(home, registry):
     for _ in range(3):
         job = registry.spawn("exit 0", notify_on_complete=True, watch_patterns=["x"])
         registry.wait(job["session_id"], timeout=10)
+    # wait() answers from the exit record; the supervisor appends the event a moment later
+    # (under load: after the consumer below began at the log's end, which it then read)
+    log = home / "events.jsonl"
+    deadline = time.monotonic() + 10
+    while log.read_bytes().count(b'"type": "completion"') < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
     with HermesProcessRegistry(home=home, consumer="fresh-agent") as hermes:
         assert hermes.pump() == 0 and hermes.completion_queue.empty()
         later = registry.spawn("exit 5", notify_on_complete=True)  # a named consumer passes others' events
