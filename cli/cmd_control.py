@@ -3,45 +3,17 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any, Optional
 
 import typer
 
-from hermes_procs.core.registry.interface import Registry
 from hermes_procs.core.registry.model import JobInfo, Signal
 from hermes_procs.core.supervisor.text import safe_line
 
+from . import queries
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, check, emit, flag_names, status_line
-
-WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
-
-
-def _wait_for(reg: Registry, session_ids: list[str], timeout: Optional[float], as_json: bool,
-              until: str = "exit") -> dict[str, Any]:
-    """registry.wait (one id) or wait_any (several) in chunks until a job ends or `timeout`
-    (None: for ever) passes."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        step = WAIT_CHUNK if deadline is None else max(0.001, min(WAIT_CHUNK, deadline - time.monotonic()))
-        if len(session_ids) == 1:
-            got = reg.wait(session_ids[0], timeout=step, until=until)
-        else:
-            got = reg.wait_any(session_ids, timeout=step)
-        result: dict[str, Any] = check(flag_names(got), as_json)
-        if result.get("status") != "timeout":
-            return result
-        if deadline is not None and time.monotonic() >= deadline - 0.001:
-            return result
-
-
-def _reason_text(result: dict[str, Any]) -> str:
-    """A `reason:` line when wait returned for an --until condition."""
-    if result.get("reason") in (None, "exited", "interrupted"):
-        return ""
-    return f"\nreason: {result['reason']}" + (f" ({result['matched']!r})" if "matched" in result else "")
+from .output import CliError, emit
 
 
 @app.command("wait")
@@ -72,23 +44,9 @@ def wait_cmd(
     interrupted with Ctrl-C.
     """
     home, as_json = opts(ctx, home, as_json)
-    reg = registry(home)
-    if len(session_ids) > 1 and until != "exit":
-        raise CliError("--until works with one job id; several ids wait for the first to end")
-    if timeout is not None and not timeout > 0:
-        emit(reg.wait(session_ids[0], timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
-        raise CliError("--timeout must be a positive number of seconds")
-    result = _wait_for(reg, session_ids, timeout, as_json, until)
-    job = JobInfo.from_dict(result, session_ids[0])
-    if result.get("status") == "timeout":
-        what = job.session_id if len(session_ids) == 1 else f"any of {len(session_ids)} jobs"
-        result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
-        result["error"] = f"timed out after {timeout:g}s waiting for {what} (still running)"
-    emit(result, as_json, lambda r: status_line(job) + _reason_text(r), errors=("timeout",))
-    if result.get("status") == "interrupted":
-        raise typer.Exit(130)
-    if exit_code:
-        raise typer.Exit(job.shell_exit_code())
+    code = queries.wait(home, session_ids, as_json, timeout=timeout, exit_code=exit_code, until=until)
+    if code:
+        raise typer.Exit(code)
 
 
 def _killed_text(result: dict[str, Any]) -> str:

@@ -11,10 +11,10 @@ import typer
 from hermes_procs.core.registry.model import JobInfo
 from hermes_procs.core.supervisor.text import safe_line
 
+from . import queries
 from .app import app
-from .jobtable import jobs_text
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit, flag_names, host_warning, status_line, warn
+from .output import CliError, emit, flag_names, host_warning, warn
 
 
 def _join_command(words: list[str]) -> str:
@@ -189,37 +189,14 @@ def ls_cmd(
 ) -> None:
     """List jobs, newest first. `--json` prints the API's full list."""
     home, as_json = opts(ctx, home, as_json)
-    result = registry(home).list(task_id=task, session_key=session_key)
-    if stack is not None and isinstance(result, list):
-        result = [row for row in result if row.get("stack") == stack]
-    emit(result, as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
-
-
-def _poll_text(result: dict[str, Any]) -> str:
-    lines = [status_line(JobInfo.from_dict(result))]
-    if result.get("command"):
-        lines.append(f"$ {result['command']}")
-    if result.get("ports"):
-        lines.append("listening on: " + " ".join(str(p) for p in result["ports"]))
-    if result.get("port") and result.get("status") == "running" and result["port"] not in (result.get("ports") or ()):
-        lines.append(f"port {result['port']}: not listening yet")
-    lease = result.get("lease")
-    if isinstance(lease, dict):
-        owner = "running" if lease.get("owner_alive") else "ended"
-        lines.append(f"leased to pid {lease.get('pid')} ({owner})" + (", pinned" if lease.get("pinned") else ""))
-    if result.get("leftover_pids"):
-        lines.append("leftover pids: " + " ".join(str(p) for p in result["leftover_pids"]))
-    preview = (result.get("output_preview") or "").rstrip("\n")
-    if preview:
-        lines += ["--- output (tail) ---", preview]
-    return "\n".join(lines)
+    queries.ls(home, as_json, show_all=show_all, task=task, session_key=session_key, stack=stack)
 
 
 @app.command("poll")
 def poll_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Status of one job and a preview of its latest output."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).poll(session_id), as_json, _poll_text)
+    queries.poll(home, session_id, as_json)
 
 
 @app.command("log")
@@ -251,7 +228,6 @@ def log_cmd(
     if raw and not follow:
         raise CliError("--raw goes with --follow: `log ID --follow --raw` writes the job's bytes "
                        "(and returns at once for a job that has ended)")
-    reg = registry(home)
     if follow:
         if since is not None:
             raise CliError("--since and --follow cannot be combined (--since reads what is on disk)")
@@ -262,11 +238,8 @@ def log_cmd(
         from .follow import follow_log
 
         try:
-            rc = follow_log(reg, session_id, limit=limit, offset=offset, raw=raw)
+            rc = follow_log(registry(home), session_id, limit=limit, offset=offset, raw=raw)
         except AttachError as exc:
             raise CliError(str(exc)) from None
         raise typer.Exit(rc)
-    kwargs: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
-    if since is not None:
-        kwargs["since"] = since
-    emit(reg.read_log(session_id, **kwargs), as_json, lambda r: r.get("output") or "")
+    queries.log(home, session_id, as_json, offset=offset, limit=limit, since=since)

@@ -12,9 +12,6 @@ import os
 import shlex
 from collections.abc import Mapping
 
-from .redact import contains_secret
-from .secretwords import is_secret_name
-
 PASS_THROUGH_ENV = "HERMES_PROCS_ENV_PASSTHROUGH"
 _VERDICTS: dict[tuple[str, str], bool] = {}  # the env is mostly the same from spawn to spawn
 _MAX_VERDICTS = 4096
@@ -26,6 +23,11 @@ def is_secret(name: str, value: str) -> bool:
     key = (name, value)
     verdict = _VERDICTS.get(key)
     if verdict is None:
+        # the masking's patterns load at the first spawn, not with the registry: compiling them
+        # is most of what importing the registry costs a one-shot query (`hermes-procs poll`)
+        from .redact import contains_secret
+        from .secretwords import is_secret_name
+
         if len(_VERDICTS) >= _MAX_VERDICTS:
             _VERDICTS.clear()
         verdict = _VERDICTS[key] = is_secret_name(name) or contains_secret(value)

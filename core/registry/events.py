@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -210,6 +209,8 @@ class EventLog:
             return 0, "-"
         head = os.pread(self.fd, _HEAD_BYTES, 0)
         end = head.find(b"\n")
+        import hashlib  # only here: loading it costs a one-shot query more than its answer
+
         gen = hashlib.blake2b(head[:end], digest_size=8).hexdigest() if end >= 0 else "-"
         return os.fstat(self.fd).st_ino, gen
 

@@ -9,7 +9,6 @@ supervisor, the process's parent, can know it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,26 @@ class CorruptJob(Exception):
     """A job folder whose files cannot be read as they should be."""
 
 
-@dataclass
 class Job:
-    session_id: str
-    dir: Path
-    meta: dict[str, Any]
-    proc: dict[str, Any] | None
-    exit: dict[str, Any] | None
-    supervisor_alive: bool = False
-    unsupervised: bool = False  # the supervisor is gone, the job's process runs on
-    extra: dict[str, Any] = field(default_factory=dict)
+    """One job folder as read from disk: its meta, proc and exit records and whether its
+    supervisor still runs (a plain class, not a dataclass: see model.py's note on imports)."""
+
+    __slots__ = ("dir", "exit", "extra", "meta", "proc", "session_id", "supervisor_alive", "unsupervised")
+
+    def __init__(self, session_id: str, dir: Path, meta: dict[str, Any], proc: dict[str, Any] | None,
+                 exit: dict[str, Any] | None, supervisor_alive: bool = False,
+                 unsupervised: bool = False, extra: dict[str, Any] | None = None) -> None:
+        self.session_id = session_id
+        self.dir = dir
+        self.meta = meta
+        self.proc = proc
+        self.exit = exit
+        self.supervisor_alive = supervisor_alive
+        self.unsupervised = unsupervised  # the supervisor is gone, the job's process runs on
+        self.extra: dict[str, Any] = {} if extra is None else extra
+
+    def __repr__(self) -> str:
+        return f"Job({self.session_id!r}, status={self.status!r})"
 
     @property
     def supervised(self) -> bool:

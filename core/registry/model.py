@@ -7,17 +7,17 @@ place where "exited 3", "killed", "timed out" and "lost" are worded, where an ou
 shell exit status (128+N for signal N), where ISO timestamps are parsed back to epoch seconds and
 where signal names are checked.
 
-Standard library only, and nothing else from the package: it is cheap to import.
+Standard library only, and nothing else from the package: it is cheap to import (NamedTuple,
+not dataclasses: `dataclasses` loads `inspect`, a fifth of a one-shot CLI query's imports).
 """
 
 from __future__ import annotations
 
 import signal as _signal
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone  # not datetime.UTC: this module runs on 3.9 hosts
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["SENDABLE_SIGNALS", "JobInfo", "Outcome", "Signal", "Status", "parse_time", "shell_exit_code"]
 
@@ -88,8 +88,7 @@ SENDABLE_SIGNALS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Signal:
+class Signal(NamedTuple):
     """A signal by its short name (``TERM``) and number (15)."""
 
     name: str
@@ -148,8 +147,7 @@ def _opt_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass(frozen=True)
-class JobInfo:
+class JobInfo(NamedTuple):
     """One job as a client sees it, typed; built from an API result with `from_dict`.
 
     `status` is the raw status word (it may be an API status such as ``not_found``);

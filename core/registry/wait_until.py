@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..supervisor import stats
 from ..supervisor.text import to_text
@@ -41,8 +40,7 @@ class UntilError(ValueError):
     """A malformed `until`; the message says what is accepted."""
 
 
-@dataclass(frozen=True)
-class Until:
+class Until(NamedTuple):
     kind: str  # exit, input, quiet, output, port
     seconds: float = 0.0
     pattern: UserRegex | None = None

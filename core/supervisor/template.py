@@ -35,7 +35,6 @@ the caller starts the supervisor cold.
 from __future__ import annotations
 
 import array
-import hashlib
 import json
 import os
 import select
@@ -111,6 +110,8 @@ def fingerprint(path: str | None = None) -> str:
     key = (sys.executable, pty, files, [_stat_key(f) for f in [sys.executable, *files]])
     if _FINGERPRINT is not None and _FINGERPRINT[0] == key:
         return _FINGERPRINT[1]
+    import hashlib  # here: the registry imports this module, and a one-shot query never spawns
+
     digest = hashlib.sha256(repr((sys.executable, pty, key[3][0])).encode())
     for name in files:
         digest.update(b"\0%s\0" % os.path.basename(name).encode())

@@ -1,0 +1,41 @@
+"""The registry a command works on: `registry(home)` over a --home (or $HERMES_PROCS_HOST's
+remote host), and `check_home` for the commands that open the home in another process.
+Typer-free: the hot queries (quick.py) open their registry here too."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Optional
+
+from .output import CliError
+
+if TYPE_CHECKING:
+    from hermes_procs.core.registry.interface import Registry
+
+
+def check_home(home: Optional[str]) -> None:
+    """This machine's state home is usable (created 0700 if missing), else the CliError that
+    `registry` gives: for the commands that open it in another process (dashboard, web)."""
+    from hermes_procs.core.registry.paths import HomeError, ensure_private_dir, resolve_home
+
+    try:
+        ensure_private_dir(resolve_home(home))
+    except (HomeError, OSError) as exc:
+        raise _home_error(home, exc) from exc
+
+
+def _home_error(home: Optional[str], exc: Exception) -> CliError:
+    return CliError(f"cannot open state home {home or '(default)'}: {exc}")
+
+
+def registry(home: Optional[str]) -> Registry:
+    """The ProcessRegistry over `home`; a CliError when the home cannot be used."""
+    from hermes_procs.core import ProcessRegistry
+
+    remote = os.environ.get("HERMES_PROCS_HOST") not in (None, "", "local")  # set by --host
+    try:
+        return ProcessRegistry(home=home)
+    except Exception as exc:  # noqa: BLE001 - bad home, permissions, ...: one line for the user
+        if remote and isinstance(exc, ValueError):  # a bad host URL or unknown host name
+            raise CliError(str(exc)) from exc
+        raise _home_error(home, exc) from exc

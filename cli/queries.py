@@ -1,0 +1,119 @@
+"""The hot queries: `ls`, `poll`, `log` (what is on disk) and `wait`, as plain functions over
+their parsed arguments.
+
+Agents run these from a shell in loops, so they are answered without typer: the typer commands
+(cmd_jobs.py, cmd_control.py) and the fast path (quick.py) both call these, and nothing here
+imports typer, rich or more of the registry than the answer needs. Each returns the command's
+exit status; a failure raises CliError (output.py).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Optional
+
+from hermes_procs.core.registry.model import JobInfo
+
+from .home import registry
+from .jobtable import jobs_text
+from .output import CliError, check, emit, flag_names, status_line
+
+if TYPE_CHECKING:
+    from hermes_procs.core.registry.interface import Registry
+
+WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
+
+
+def ls(home: Optional[str], as_json: bool, *, show_all: bool = False, task: Optional[str] = None,
+       session_key: Optional[str] = None, stack: Optional[str] = None) -> int:
+    """`ls`: the jobs, newest first (the table, or the API's list with --json)."""
+    result = registry(home).list(task_id=task, session_key=session_key)
+    if stack is not None and isinstance(result, list):
+        result = [row for row in result if row.get("stack") == stack]
+    emit(result, as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
+    return 0
+
+
+def poll(home: Optional[str], session_id: str, as_json: bool) -> int:
+    """`poll ID`: the job's status line, command, ports, lease and the tail of its output."""
+    emit(registry(home).poll(session_id), as_json, _poll_text)
+    return 0
+
+
+def _poll_text(result: dict[str, Any]) -> str:
+    lines = [status_line(JobInfo.from_dict(result))]
+    if result.get("command"):
+        lines.append(f"$ {result['command']}")
+    if result.get("ports"):
+        lines.append("listening on: " + " ".join(str(p) for p in result["ports"]))
+    if result.get("port") and result.get("status") == "running" and result["port"] not in (result.get("ports") or ()):
+        lines.append(f"port {result['port']}: not listening yet")
+    lease = result.get("lease")
+    if isinstance(lease, dict):
+        owner = "running" if lease.get("owner_alive") else "ended"
+        lines.append(f"leased to pid {lease.get('pid')} ({owner})" + (", pinned" if lease.get("pinned") else ""))
+    if result.get("leftover_pids"):
+        lines.append("leftover pids: " + " ".join(str(p) for p in result["leftover_pids"]))
+    preview = (result.get("output_preview") or "").rstrip("\n")
+    if preview:
+        lines += ["--- output (tail) ---", preview]
+    return "\n".join(lines)
+
+
+def log(home: Optional[str], session_id: str, as_json: bool, *, offset: Optional[int] = None, limit: int = 200,
+        since: Optional[str] = None) -> int:
+    """`log ID` without --follow: lines of the job's output from disk (the last `limit`, or from
+    `offset`, or those that arrived `since`)."""
+    kwargs: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
+    if since is not None:
+        kwargs["since"] = since
+    emit(registry(home).read_log(session_id, **kwargs), as_json, lambda r: r.get("output") or "")
+    return 0
+
+
+def wait(home: Optional[str], session_ids: list[str], as_json: bool, *, timeout: Optional[float] = None,
+         exit_code: bool = False, until: str = "exit") -> int:
+    """`wait ID...`: until the job ends (or the first of several), or its --until condition holds.
+    0 when it did, 130 when interrupted, the job's own status with `exit_code`."""
+    reg = registry(home)
+    if len(session_ids) > 1 and until != "exit":
+        raise CliError("--until works with one job id; several ids wait for the first to end")
+    if timeout is not None and not timeout > 0:
+        emit(reg.wait(session_ids[0], timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
+        raise CliError("--timeout must be a positive number of seconds")
+    result = _wait_for(reg, session_ids, timeout, as_json, until)
+    job = JobInfo.from_dict(result, session_ids[0])
+    if result.get("status") == "timeout":
+        what = job.session_id if len(session_ids) == 1 else f"any of {len(session_ids)} jobs"
+        result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
+        result["error"] = f"timed out after {timeout:g}s waiting for {what} (still running)"
+    emit(result, as_json, lambda r: status_line(job) + _reason_text(r), errors=("timeout",))
+    if result.get("status") == "interrupted":
+        return 130
+    return job.shell_exit_code() if exit_code else 0
+
+
+def _wait_for(reg: Registry, session_ids: list[str], timeout: Optional[float], as_json: bool,
+              until: str = "exit") -> dict[str, Any]:
+    """registry.wait (one id) or wait_any (several) in chunks until a job ends or `timeout`
+    (None: for ever) passes."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = WAIT_CHUNK if deadline is None else max(0.001, min(WAIT_CHUNK, deadline - time.monotonic()))
+        if len(session_ids) == 1:
+            got = reg.wait(session_ids[0], timeout=step, until=until)
+        else:
+            got = reg.wait_any(session_ids, timeout=step)
+        result: dict[str, Any] = check(flag_names(got), as_json)
+        if result.get("status") != "timeout":
+            return result
+        if deadline is not None and time.monotonic() >= deadline - 0.001:
+            return result
+
+
+def _reason_text(result: dict[str, Any]) -> str:
+    """A `reason:` line when wait returned for an --until condition."""
+    if result.get("reason") in (None, "exited", "interrupted"):
+        return ""
+    return f"\nreason: {result['reason']}" + (f" ({result['matched']!r})" if "matched" in result else "")
