@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from . import queries
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
 from .output import PROG, CliError, check, emit
@@ -31,30 +32,6 @@ def screen_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_j
     emit(reg.screen(session_id), as_json, _screen_text)
 
 
-def _matches_text(result: dict[str, Any], many: bool, context: int) -> str:
-    """`grep -n`'s format; lines count from 1, as grep and the dashboard count them (the API's
-    `line_no` is the 0-based `log --offset` of the line). As grep, groups that touch or overlap
-    are merged, and `--` goes between two groups only (none with `-C 0`)."""
-    lines: dict[tuple[str, int], tuple[str, bool]] = {}
-    for match in result["matches"]:
-        first = match["line_no"] - len(match["before"])
-        for i, line in enumerate([*match["before"], match["line"], *match["after"]]):
-            key = (match["session_id"], first + i)
-            lines[key] = (line, lines.get(key, ("", False))[1] or first + i == match["line_no"])
-    out: list[str] = []
-    previous: Optional[tuple[str, int]] = None
-    for (sid, line_no), (line, is_match) in lines.items():
-        if context and previous is not None and previous != (sid, line_no - 1):
-            out.append("--")
-        previous = (sid, line_no)
-        out.append(f"{sid + ':' if many else ''}{line_no + 1}{':' if is_match else '-'}{line}")
-    if result.get("truncated"):
-        out.append(f"({result['note']})")
-    elif result["total"] > len(result["matches"]):
-        out.append(f"({result['total']} matches, {len(result['matches'])} shown; --limit shows more)")
-    return "\n".join(out)
-
-
 @app.command("search")
 def search_cmd(
     ctx: typer.Context,
@@ -68,11 +45,7 @@ def search_cmd(
 ) -> None:
     """Search a job's whole log (or every job's, without ID) for a regular expression."""
     home, as_json = opts(ctx, home, as_json)
-    if len(words) > 2:
-        raise CliError("search takes [ID] PATTERN (quote a pattern with spaces)")
-    session_id, pattern = (None, words[0]) if len(words) == 1 else words
-    result = registry(home).search(session_id, pattern, context=context, limit=limit, task_id=task)
-    emit(result, as_json, lambda r: _matches_text(r, session_id is None, context))
+    queries.search(home, words, as_json, context=context, limit=limit, task=task)
 
 
 @app.command("restart")

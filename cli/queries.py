@@ -1,8 +1,8 @@
-"""The hot queries: `ls`, `poll`, `log` (what is on disk) and `wait`, as plain functions over
+"""The hot queries: `ls`, `poll`, `log` (what is on disk), `wait` and `search`, as plain functions over
 their parsed arguments.
 
 Agents run these from a shell in loops, so they are answered without typer: the typer commands
-(cmd_jobs.py, cmd_control.py) and the fast path (quick.py) both call these, and nothing here
+(cmd_jobs.py, cmd_control.py, cmd_agent.py) and the fast path (quick.py) both call these, and nothing here
 imports typer, rich or more of the registry than the answer needs. Each returns the command's
 exit status; a failure raises CliError (output.py).
 """
@@ -117,3 +117,38 @@ def _reason_text(result: dict[str, Any]) -> str:
     if result.get("reason") in (None, "exited", "interrupted"):
         return ""
     return f"\nreason: {result['reason']}" + (f" ({result['matched']!r})" if "matched" in result else "")
+
+
+def search(home: Optional[str], words: list[str], as_json: bool, *, context: int = 2, limit: int = 50,
+           task: Optional[str] = None) -> int:
+    """`search [ID] PATTERN`: grep -n's format over a job's whole log, or every job's."""
+    if len(words) > 2:
+        raise CliError("search takes [ID] PATTERN (quote a pattern with spaces)")
+    session_id, pattern = (None, words[0]) if len(words) == 1 else words
+    result = registry(home).search(session_id, pattern, context=context, limit=limit, task_id=task)
+    emit(result, as_json, lambda r: _matches_text(r, session_id is None, context))
+    return 0
+
+
+def _matches_text(result: dict[str, Any], many: bool, context: int) -> str:
+    """`grep -n`'s format; lines count from 1, as grep and the dashboard count them (the API's
+    `line_no` is the 0-based `log --offset` of the line). As grep, groups that touch or overlap
+    are merged, and `--` goes between two groups only (none with `-C 0`)."""
+    lines: dict[tuple[str, int], tuple[str, bool]] = {}
+    for match in result["matches"]:
+        first = match["line_no"] - len(match["before"])
+        for i, line in enumerate([*match["before"], match["line"], *match["after"]]):
+            key = (match["session_id"], first + i)
+            lines[key] = (line, lines.get(key, ("", False))[1] or first + i == match["line_no"])
+    out: list[str] = []
+    previous: Optional[tuple[str, int]] = None
+    for (sid, line_no), (line, is_match) in lines.items():
+        if context and previous is not None and previous != (sid, line_no - 1):
+            out.append("--")
+        previous = (sid, line_no)
+        out.append(f"{sid + ':' if many else ''}{line_no + 1}{':' if is_match else '-'}{line}")
+    if result.get("truncated"):
+        out.append(f"({result['note']})")
+    elif result["total"] > len(result["matches"]):
+        out.append(f"({result['total']} matches, {len(result['matches'])} shown; --limit shows more)")
+    return "\n".join(out)

@@ -1,8 +1,8 @@
 """The fast path: the hot queries answered without typer (issue 26: a CLI that starts like git).
 
 Importing typer and click costs several times a bare interpreter's start, and agents run
-`ls`, `poll`, `log` and `wait` from a shell in loops. `answer(argv)` parses the plain forms of
-those four: the root's --home/--json/--host, then the command, its arguments and its own
+`ls`, `poll`, `log`, `wait` and `search` from a shell in loops. `answer(argv)` parses the plain
+forms of those five: the root's --home/--json/--host, then the command, its arguments and its own
 options, as `--opt VALUE` or `--opt=VALUE`, and answers with the same code as the typer commands
 (queries.py). Anything else returns None and typer parses the whole line as before: help,
 --version, `log -f`, an option or value it does not know, `--`, an argument that starts with a
@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[int, Optional[int], dict[str, tuple[str, type]]]] = {
     "log": (1, 1, {"--offset": ("offset", int), "--limit": ("limit", int), "--since": ("since", str)}),
     "wait": (1, None, {"--timeout": ("timeout", float), "--exit-code": ("exit_code", FLAG),
                        "--until": ("until", str)}),
+    "search": (1, None, {"--context": ("context", int), "-C": ("context", int), "--limit": ("limit", int),
+                         "--task": ("task", str)}),
 }
 _ROOT = {**_COMMON, "--host": ("host", str)}
 
@@ -54,6 +56,7 @@ def answer(argv: list[str]) -> Optional[int]:
         "poll": lambda home, as_json: queries.poll(home, args[0], as_json),
         "log": lambda home, as_json, **kw: queries.log(home, args[0], as_json, **kw),
         "wait": lambda home, as_json, **kw: queries.wait(home, args, as_json, **kw),
+        "search": lambda home, as_json, **kw: queries.search(home, args, as_json, **kw),
     }
     return run[command](home, as_json, **options)
 
@@ -90,7 +93,8 @@ def _options(words: list[str], known: dict[str, tuple[str, type]], stop_at_word:
             others.append(word)
             i += 1
             continue
-        name, eq, value = word.partition("=")
+        # click splits `--opt=VALUE`; `-C=3` is -C with the value "=3"
+        name, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
         if name not in known:
             raise _NotMine
         keyword, kind = known[name]

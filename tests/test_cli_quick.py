@@ -1,4 +1,4 @@
-"""The CLI's fast path (cli/quick.py): `ls`, `poll`, `log` and `wait` answered without typer
+"""The CLI's fast path (cli/quick.py): `ls`, `poll`, `log`, `wait` and `search` answered without typer
 say exactly what typer's commands say, and any line that is not a plain form goes to typer."""
 
 from __future__ import annotations
@@ -43,17 +43,47 @@ def jobs(home):
 
 
 LINES = [
-    ["ls"], ["list"], ["ls", "--json"], ["--json", "ls"], ["ls", "-a"], ["ls", "--all", "--task", "T1"],
-    ["ls", "--task=T1", "--json"], ["ls", "--stack", "nope"], ["ls", "--session-key", "k"],
-    ["poll", "{done}"], ["poll", "{done}", "--json"], ["poll", "--json", "{done}"], ["poll", "{running}"],
-    ["poll", "nope"], ["--json", "poll", "nope"], ["poll", "proc_000000000000"],
-    ["log", "{done}"], ["log", "{done}", "--limit", "1"], ["log", "{done}", "--offset=1", "--limit=1", "--json"],
-    ["log", "{done}", "--since", "1h"], ["log", "{done}", "--since", "yesterday"], ["log", "nope"],
-    ["wait", "{done}"], ["wait", "{done}", "--json"], ["wait", "{done}", "--exit-code"],
-    ["wait", "{done}", "{running}"], ["wait", "{running}", "--timeout", "0.2"],
-    ["wait", "{running}", "--timeout=0.2", "--json"], ["wait", "{running}", "--timeout=-1"],
-    ["wait", "{running}", "--until", "quiet:0.1", "--timeout", "5"], ["wait", "{done}", "{running}", "--until", "input"],
+    ["ls"],
+    ["list"],
+    ["ls", "--json"],
+    ["--json", "ls"],
+    ["ls", "-a"],
+    ["ls", "--all", "--task", "T1"],
+    ["ls", "--task=T1", "--json"],
+    ["ls", "--stack", "nope"],
+    ["ls", "--session-key", "k"],
+    ["poll", "{done}"],
+    ["poll", "{done}", "--json"],
+    ["poll", "--json", "{done}"],
+    ["poll", "{running}"],
+    ["poll", "nope"],
+    ["--json", "poll", "nope"],
+    ["poll", "proc_000000000000"],
+    ["log", "{done}"],
+    ["log", "{done}", "--limit", "1"],
+    ["log", "{done}", "--offset=1", "--limit=1", "--json"],
+    ["log", "{done}", "--since", "1h"],
+    ["log", "{done}", "--since", "yesterday"],
+    ["log", "nope"],
+    ["wait", "{done}"],
+    ["wait", "{done}", "--json"],
+    ["wait", "{done}", "--exit-code"],
+    ["wait", "{done}", "{running}"],
+    ["wait", "{running}", "--timeout", "0.2"],
+    ["wait", "{running}", "--timeout=0.2", "--json"],
+    ["wait", "{running}", "--timeout=-1"],
+    ["wait", "{running}", "--until", "quiet:0.1", "--timeout", "5"],
+    ["wait", "{done}", "{running}", "--until", "input"],
     ["wait", "{running}", "--until", "bogus"],
+    ["search", "{done}", "two"],
+    ["search", "{done}", "t[wh]", "-C", "0"],
+    ["search", "two"],
+    ["search", "up", "--json"],
+    ["search", "{done}", "e", "--context=1", "--limit", "1"],
+    ["search", "--task", "T1", "up"],
+    ["search", "{done}", "("],
+    ["search", "a", "b", "c"],
+    ["search", "nope", "x"],
 ]
 
 
@@ -77,8 +107,10 @@ def _steady(answer: tuple[int | None, str, str]) -> tuple[int | None, str, str]:
 
 @pytest.mark.parametrize("line", [
     ["poll"], ["poll", "a", "b"], ["poll", "x", "--bogus"], ["poll", "--help"], ["-h"], ["--version"],
-    ["log", "x", "-f"], ["log", "x", "--limit", "many"], ["log", "x", "--limit"], ["log", "x", "--limit", "-1"], ["wait", "x", "--timeout", "-1"],
+    ["log", "x", "-f"], ["log", "x", "--limit", "many"], ["log", "x", "--limit"], ["log", "x", "--limit", "-1"],
+    ["wait", "x", "--timeout", "-1"],
     ["ls", "-ax"], ["ls", "--json=1"], ["ls", "extra"], ["wait"], ["wait", "x", "--timeout", "soon"],
+    ["search", "x", "-C=1"], ["search", "x", "-C1"], ["search"], ["search", "x", "--", "-v"],
     ["poll", "--", "x"], ["poll", "-"], ["run", "--", "true"], ["--host", "ssh://nobody@127.0.0.1:1"], [],
 ])
 def test_every_other_line_goes_to_typer(line):
@@ -89,14 +121,15 @@ def test_every_other_line_goes_to_typer(line):
 def test_hot_queries_start_without_typer_or_the_spawn_code(home, jobs):
     """Real processes: the modules a query loads (python -X importtime)."""
     done, _ = jobs
-    for line in (["ls"], ["poll", done, "--json"], ["log", done], ["wait", done]):
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hermes_procs", *line],
-                              capture_output=True, text=True, timeout=30, env=dict(os.environ, HERMES_PROCS_HOME=str(home)))
+    for line in (["ls"], ["poll", done, "--json"], ["log", done], ["wait", done], ["search", done, "two"]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hermes_procs", *line], capture_output=True,
+                              text=True, timeout=30, env=dict(os.environ, HERMES_PROCS_HOME=str(home)))
         assert proc.returncode == 0, proc.stderr
         modules = {row.split("|")[-1].strip() for row in proc.stderr.splitlines() if "|" in row}
         for heavy in ("typer", "click", "rich", "textual", "dataclasses", "hermes_procs.core.registry.redact"):
             assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), (line, heavy)
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hermes_procs", "poll", done, "--bogus"],
                           capture_output=True, text=True, timeout=30, env=dict(os.environ, HERMES_PROCS_HOME=str(home)))
-    assert proc.returncode == 2 or proc.returncode == 1
-    assert "No such option: --bogus" in proc.stderr and "| typer" in proc.stderr
+    modules = {row.split("|")[-1].strip() for row in proc.stderr.splitlines() if "|" in row}
+    assert proc.returncode == 1 and "typer" in modules
+    assert "hermes-procs: error: No such option: --bogus" in proc.stderr
