@@ -68,6 +68,13 @@ def exited(sid):
     until(lambda: registry().get(sid) is not None and registry().get(sid).exited)
 
 
+def past_the_rc_files(sid):
+    """Until a job started as `echo ready; ...` printed `ready`: its login shell has read
+    /etc/profile. A kill sooner races it in stock Hermes: `$(id -u)` killed there makes bash (an
+    interactive one ignores SIGTERM) print `[: : integer expression expected` as the output."""
+    until(lambda: "ready" in process(action="poll", session_id=sid).get("output_preview", ""))
+
+
 IDS = re.compile(r"proc_[0-9a-f]{12}")
 # bash's complaints when it starts interactive without a terminal. Stock Hermes strips them from
 # the first chunk it reads from a job, so they leak when they come in the second: `clean` takes
@@ -249,7 +256,8 @@ def pty_input():
 
 @scenario
 def kill():
-    _, sid = start("sleep 30")
+    _, sid = start("echo ready; sleep 30")
+    past_the_rc_files(sid)
     killed = process(action="kill", session_id=sid)
     polled = process(action="poll", session_id=sid)
     again = process(action="kill", session_id=sid)
@@ -287,8 +295,8 @@ def watch_pattern():
 
 @scenario
 def kill_all_notifies():
-    start("sleep 30", notify_on_complete=True)
-    time.sleep(0.3)
+    _, sid = start("echo ready; sleep 30", notify_on_complete=True)
+    past_the_rc_files(sid)
     count = registry().kill_all()
     time.sleep(0.8)
     return {"count": count, "drain": [text for _, text in registry().drain_notifications()]}

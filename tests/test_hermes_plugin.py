@@ -127,8 +127,8 @@ def test_a_secret_kept_for_the_job_is_masked_for_the_agent(runs):
 def test_a_killed_job_is_reported_killed(runs):
     _, got = _both(runs, "kill_all_notifies")
     assert got["count"] == 1 and got["drain"] == [
-        "[IMPORTANT: Background process SID0 terminated by kill_all (exit code -15, SIGTERM).\nCommand: sleep 30\n"
-        "Output:\n]"]
+        "[IMPORTANT: Background process SID0 terminated by kill_all (exit code -15, SIGTERM).\nCommand: echo ready; "
+        "sleep 30\nOutput:\nready\n]"]
     _, killed = _both(runs, "kill")
     assert killed["kill"]["status"] == "killed" and killed["poll"]["exit_code"] == -15
     assert killed["again"]["status"] == "already_exited" and killed["missing"]["status"] == "not_found"
