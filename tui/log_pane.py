@@ -505,16 +505,15 @@ class LogPane(ScrollView, can_focus=True):
             # the line count is an estimate that grows with every message of a flood; a new
             # virtual size means a layout pass of the whole screen (and a second frame for the
             # scrollbar), so while following keep the current one when the estimate is within
-            # ~3 % of it, for half a second after the last change whatever it says (early in a
-            # flood it doubles several times a second), and within 2x of it for a second
+            # ~3 % of it, or within 2x of it for a second after the last change
             shown = self.virtual_size.height
-            since = time.monotonic() - self._tail_resized
+            now = time.monotonic()
             if (self.follow and len(msg.lines) <= shown and self._tail_total == shown
-                    and (abs(total - shown) <= shown >> 5 or since < 0.5
-                         or (shown // 2 <= total <= 2 * shown and since < 1.0))):
+                    and (abs(total - shown) <= shown >> 5
+                         or (shown // 2 <= total <= 2 * shown and now - self._tail_resized < 1.0))):
                 total = shown
             elif total != shown:
-                self._tail_resized = time.monotonic()
+                self._tail_resized = now
             self.first = max(0, total - len(msg.lines))
             self._tail_total = total
         else:
