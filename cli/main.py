@@ -1,6 +1,6 @@
 """`main`: the command line run as a program, every failure mapped to one stderr line.
 
-The hot queries (`ls`, `poll`, `log`, `wait` in their plain forms) are answered by quick.py
+The hot queries (`ls`, `poll`, `log`, `wait` and `search` in their plain forms) are answered by quick.py
 without importing typer; every other line goes to the typer app (app.py), to which the command
 modules (cmd_*.py, one per group) add their commands when `_typer_app` imports them. options.py
 holds the argument definitions and output.py the one output function.

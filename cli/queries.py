@@ -88,7 +88,9 @@ def wait(home: Optional[str], session_ids: list[str], as_json: bool, *, timeout:
         what = job.session_id if len(session_ids) == 1 else f"any of {len(session_ids)} jobs"
         result["timeout_note"] = f"Timed out after {timeout:g}s; the process is still running."
         result["error"] = f"timed out after {timeout:g}s waiting for {what} (still running)"
-    emit(result, as_json, lambda r: status_line(job) + _reason_text(r), errors=("timeout",))
+    # the line from the result as emit hands it over (every string made safe), not from `job`
+    emit(result, as_json, lambda r: status_line(JobInfo.from_dict(r, session_ids[0])) + _reason_text(r),
+         errors=("timeout",))
     if result.get("status") == "interrupted":
         return 130
     return job.shell_exit_code() if exit_code else 0

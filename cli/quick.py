@@ -12,6 +12,7 @@ dash. So this parser never says an error of its own; typer stays the one interfa
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -113,7 +114,14 @@ def _options(words: list[str], known: dict[str, tuple[str, type]], stop_at_word:
     return options, others
 
 
+# what both int()/float() and typer's checks accept alike: ASCII digits only (int() also takes
+# "٣", "1_000" and " 5"; typer's pydantic coercion, when cli/fastcoerce.py cannot patch it, does not)
+_NUMBER = {int: re.compile(r"[+-]?[0-9]+"), float: re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")}
+
+
 def _convert(value: str, kind: type) -> Any:
+    if kind in _NUMBER and not _NUMBER[kind].fullmatch(value):
+        raise _NotMine
     try:
         return kind(value)
     except ValueError:

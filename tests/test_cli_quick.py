@@ -75,6 +75,9 @@ LINES = [
     ["wait", "{running}", "--until", "quiet:0.1", "--timeout", "5"],
     ["wait", "{done}", "{running}", "--until", "input"],
     ["wait", "{running}", "--until", "bogus"],
+    ["wait", "{done}", "--timeout", "1e3"],
+    ["wait", "{done}", "--timeout", "+.5"],
+    ["log", "{done}", "--limit", "+2"],
     ["search", "{done}", "two"],
     ["search", "{done}", "t[wh]", "-C", "0"],
     ["search", "two"],
@@ -110,6 +113,8 @@ def _steady(answer: tuple[int | None, str, str]) -> tuple[int | None, str, str]:
     ["log", "x", "-f"], ["log", "x", "--limit", "many"], ["log", "x", "--limit"], ["log", "x", "--limit", "-1"],
     ["wait", "x", "--timeout", "-1"],
     ["ls", "-ax"], ["ls", "--json=1"], ["ls", "extra"], ["wait"], ["wait", "x", "--timeout", "soon"],
+    ["log", "x", "--limit", "\u0663"], ["log", "x", "--limit", "1_000"], ["log", "x", "--limit= 5"],
+    ["wait", "x", "--timeout", "\u0663"], ["wait", "x", "--timeout", "nan"], ["search", "x", "-C", "\uff11"],
     ["search", "x", "-C=1"], ["search", "x", "-C1"], ["search"], ["search", "x", "--", "-v"],
     ["poll", "--", "x"], ["poll", "-"], ["run", "--", "true"], ["--host", "ssh://nobody@127.0.0.1:1"], [],
 ])
