@@ -16,6 +16,7 @@ recover_from_checkpoint, ...) are made as they make them.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import re
@@ -368,6 +369,7 @@ def main(names):
     out = {}
     for name in names:
         ids = {}
+        print(f"{time.monotonic():.1f} {name}", file=sys.stderr, flush=True)  # where a hang was (results())
         try:
             clean_slate()
             out[name] = norm(SCENARIOS[name](), ids)
@@ -378,4 +380,5 @@ def main(names):
 
 
 if __name__ == "__main__":
+    faulthandler.dump_traceback_later(240, exit=False)  # the stacks on stderr, before results() gives up
     main(sys.argv[1:] or list(SCENARIOS))
