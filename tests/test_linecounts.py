@@ -1,4 +1,4 @@
-"""lines.idx (core/registry/linecounts.py): line numbers from kept counts give the same answers as
+"""lines.idx (core/supervisor/linecounts.py): line numbers from kept counts give the same answers as
 counting, across appends, rotations, damaged or planted files."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core.registry import linecounts, logstore
+from hermes_procs.core.registry import logstore
 from hermes_procs.core.registry.logstore import read_lines
+from hermes_procs.core.supervisor import linecounts
 from hermes_procs.core.supervisor.text import looks_plain
 
 

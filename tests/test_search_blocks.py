@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core.registry import colourfind, linecounts, search
+from hermes_procs.core.registry import colourfind, search
 from hermes_procs.core.registry.search import LINE_CHARS, Collector, search_log
 from hermes_procs.core.registry.userregex import compile_user
+from hermes_procs.core.supervisor import linecounts
 from hermes_procs.core.supervisor.text import to_text
 
 PATTERNS = [

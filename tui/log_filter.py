@@ -8,7 +8,7 @@ re in a worker process with a deadline) as it is, any other with its escape sequ
 (line ends kept, so line numbers stay those of the log pane), so a 500 MB log is scanned at
 the speed of grep and never held in memory, and a pattern that backtracks without end stops
 the scan with "pattern took too long" instead of freezing the dashboard.  Line numbers and
-context lines come from the log's line counts (core/registry/linecounts.py).  At most
+context lines come from the log's line counts (core/supervisor/linecounts.py).  At most
 :data:`MAX_ROWS` rows and :data:`MAX_ROW_BYTES` bytes of lines are kept.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_procs.core.registry import logstore, search
-from hermes_procs.core.registry.linecounts import LineCounts
+from hermes_procs.core.supervisor.linecounts import LineCounts
 from hermes_procs.core.registry.userregex import PatternError, UserRegex
 from hermes_procs.core.supervisor.text import strip_ansi
 

@@ -23,7 +23,7 @@ output, line 0 is the first retained (possibly partial) line.  A trailing line w
 newline yet counts as a line.
 
 :func:`read_lines` (``read_log``) reads no more than the lines it returns: line numbers come
-from the counts of line ends kept in ``lines.idx`` next to the log (core/registry/linecounts.py), so
+from the counts of line ends kept in ``lines.idx`` next to the log (core/supervisor/linecounts.py), so
 the last 200 lines of a 500 MB log cost a seek and a few KB, in any process, once any reader
 has counted the log.  :class:`LineIndex` (the dashboard's, for scrolling) keeps the start
 offset of every 64th line in an ``array('q')`` (about 1 MB for 6 M lines) and extends itself
@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..supervisor.text import to_text
-from .linecounts import LineCounts
+from ..supervisor.linecounts import LineCounts
 
 __all__ = [
     "LINE_CAP",
@@ -261,7 +261,7 @@ def snapshot(jobdir: Path) -> _Layout:
 
 
 def line_counts(jobdir: Path | None, layout: _Layout) -> LineCounts:
-    """Line numbers over ``layout`` from the job's lines.idx (core/registry/linecounts.py); ``jobdir``
+    """Line numbers over ``layout`` from the job's lines.idx (core/supervisor/linecounts.py); ``jobdir``
     None: none stored."""
     return LineCounts(jobdir, layout.base, layout.end, [s.start for s in layout.segs], layout.read)
 

@@ -11,7 +11,7 @@ the pattern first, from its rarest byte); a block of coloured ASCII text only (S
 by the pattern's literal first, with colours allowed between its characters
 (core/registry/colourfind.py), converting only the lines that hold it; any other block as its
 text. Line numbers come from
-the counts of line ends kept next to the log (core/registry/linecounts.py), only for the blocks that
+the counts of line ends kept next to the log (core/supervisor/linecounts.py), only for the blocks that
 hold a match to return; the lines around a match are read from its block (or from the log, at
 a block's edge). The dashboard's ``&`` filter runs on the same functions.
 
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from ..supervisor.text import looks_plain, to_text
 from . import logstore
-from .linecounts import LineCounts
+from ..supervisor.linecounts import LineCounts
 from .userregex import UserRegex
 
 CHUNK = 1 << 20

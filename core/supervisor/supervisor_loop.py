@@ -26,7 +26,7 @@ from idle_events import IdleWatch
 from supervisor_clients import Client, ClientHub
 from supervisor_kill import Killer
 from supervisor_lease import Lease
-from supervisor_output import OutputLog, unlink_quietly
+from supervisor_output import COUNT_SLICE, OutputLog, unlink_quietly
 from supervisor_stdin import StdinQueue
 from supervisor_watch import Watcher
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 RETRY_WRITES = (0.2, 5.0)  # retry a failed exit.json / logstate.json / events write (doubling)
 MAX_PENDING_EVENTS = 1000
 MAX_LINGER = 24 * 3600.0  # after the job ended, keep retrying to store its exit this long
+COUNT_QUIET = 0.1  # seconds without output or requests before counting the log's lines
 MAX_SELECT = 3600.0  # no select() timeout is longer (a huge deadline must not overflow it)
 
 
@@ -114,6 +115,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
                 self._complain_error(exc)
                 time.sleep(0.01)
         self._shutdown()
+        if self.lines_behind():  # every client has the exit: the rest of the counts, off anyone's path
+            self.count_lines(None)
         return 0
 
     def _complain(self, message: str) -> None:
@@ -167,7 +170,13 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
         idle = self.idle.timeout()  # awaiting_input and quiet events (core/supervisor/idle_events.py)
         if idle is not None:
             timeout = min(timeout, idle)
-        for key, mask in self.sel.select(timeout):
+        behind = self.lines_behind()
+        if behind:
+            timeout = min(timeout, COUNT_QUIET)
+        ready = self.sel.select(timeout)
+        if behind and not ready:  # quiet for a moment: count lines for readers (supervisor_output.py)
+            self.count_lines(COUNT_SLICE)
+        for key, mask in ready:
             tag = key.data
             if tag == "output":
                 if mask & selectors.EVENT_WRITE:

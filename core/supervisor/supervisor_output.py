@@ -1,6 +1,8 @@
 """The supervisor's output side: read the job's output, append it to the log (rotating it at
 half the cap, counting what a write error keeps out), note when it arrived (times.idx, see
-core/supervisor/timeline.py), answer a PTY's terminal queries.
+core/supervisor/timeline.py), keep its line counts (lines.idx, core/supervisor/linecounts.py: in
+quiet moments and after the exit, so a reader's first tail is a lookup), answer a PTY's
+terminal queries.
 
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
@@ -18,6 +20,8 @@ from supervisor_state import SupervisorState
 LOG = "output.log"
 READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
 PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read
+COUNT_AFTER = 1 << 20  # bytes not yet counted worth counting (linecounts.STEP: records lie a MiB apart)
+COUNT_SLICE = 8 << 20  # bytes counted in one quiet moment (a few ms away from the loop)
 QUERY_REPLIES = ((b"\x1b[6n", b"\x1b[1;1R"), (b"\x1b[c", b"\x1b[?1;2c"), (b"\x1b[0c", b"\x1b[?1;2c"),
                  (b"\x1b[5n", b"\x1b[0n"))
 
@@ -41,6 +45,7 @@ class OutputLog(SupervisorState):
         self.times_next = 0.0  # no record before this time (time.time())
         self.times_last = 0  # ms of the last record (times never go back)
         self._open_times(self.jobdir)
+        self.counted_to = 0  # lines.idx holds counts up to here (absolute); -1: counting failed, stop
 
     def _open_log(self) -> None:
         try:
@@ -177,6 +182,22 @@ class OutputLog(SupervisorState):
             return
         os.close(self.times_fd)
         self._open_times()
+
+    def lines_behind(self) -> bool:
+        """Whether a MiB or more of the log is not counted in lines.idx yet."""
+        return self.counted_to >= 0 and self.log_end - max(self.counted_to, self.dropped) >= COUNT_AFTER
+
+    def count_lines(self, budget: int | None) -> None:
+        """Extend lines.idx over at most ``budget`` more bytes of the log (None: to its end).
+        A cache for readers: a failure (the folder gone, no room) only stops the counting."""
+        try:
+            import linecounts
+
+            segments = [name for name in (LOG + ".1", LOG) if os.path.exists(name)]
+            self.counted_to = linecounts.keep(".", self.dropped, segments, budget)
+        except (OSError, ImportError) as exc:
+            self.counted_to = -1
+            self._complain(f"not counting the log's lines for readers: {exc}")
 
     def _write_state(self) -> None:
         """logstate.json: bytes rotated out, the first retained segment, output not stored."""

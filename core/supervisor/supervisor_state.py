@@ -63,6 +63,7 @@ class SupervisorState:
     times_fd: int
     times_next: float
     times_last: int
+    counted_to: int
     # stdin queue (supervisor_stdin)
     stdin_open: bool
     stdin_closing: bool

@@ -73,7 +73,7 @@ SPARE_STALL = 0.1  # seconds a connection may wait for the spare before the temp
 # that every module they import is listed): the fingerprint covers their source.
 CODE = ("supervisor", "supervisor_loop", "supervisor_clients", "supervisor_kill", "supervisor_output",
         "supervisor_state", "supervisor_stdin", "supervisor_watch", "supervisor_lease", "idle_events", "stats",
-        "proctree", "text", "timeline", "wire", "bounds", "template", "reaper")
+        "proctree", "text", "timeline", "linecounts", "wire", "bounds", "template", "reaper")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -10,15 +10,16 @@ record at every multiple of ``STEP`` (1 MiB) and at the start of every log segme
 count is a lookup plus one ``bytes.count`` of at most half a MiB, and a line's start is found
 by counting within one MiB.
 
-Whoever reads the log keeps the file: a reader that needs counts past the last record counts
-the bytes in between (once) and appends the records (under ``flock``; records only cover
+The supervisor keeps the file as it writes the log (:func:`keep`: in quiet moments, and once
+the job has ended), and so does any reader: a reader that needs counts past the last record
+counts the bytes in between (once) and appends the records (under ``flock``; records only cover
 bytes already written, which never change). The first read of a log nobody has read yet
 costs one counting pass; every later one, in any process, costs what the tail costs. When the
 log cap dropped bytes past the last record (the count at the new first retained byte is then
 unknown), or the file is damaged, it is written anew from the first retained byte. The file
 is a cache: deleting it loses nothing, and a reader that cannot write it just counts.
 
-Stdlib only (remote hosts run it on Python 3.9).
+Stdlib only (remote hosts run it on Python 3.9); the supervisor imports it by its plain name.
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ import os
 import struct
 from bisect import bisect_left, bisect_right
 
-from ..supervisor.text import looks_plain
+try:
+    from .text import looks_plain
+except ImportError:  # the supervisor imports us as a top-level module next to text.py
+    from text import looks_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["NAME", "STEP", "LineCounts"]
+__all__ = ["NAME", "STEP", "LineCounts", "keep"]
 
 NAME = "lines.idx"
 STEP = 1 << 20  # a record at every multiple of this many bytes
@@ -196,6 +200,12 @@ class LineCounts:
         return self.end > self.base and self.read(self.end - 1, self.end) == b"\n"
 
     # ---- the records ----------------------------------------------------------------------
+    def cover(self, upto: int) -> int:
+        """Records (stored) up to the last boundary at or before absolute ``upto``; the offset
+        of the last record."""
+        self._cover(min(upto, self.end))
+        return self.offsets[-1]
+
     def _cover(self, upto: int, until_count: int | None = None) -> None:
         """Records up to the last boundary at or before ``upto`` (or until one counts
         ``until_count`` line ends); what was added is stored."""
@@ -232,6 +242,8 @@ class LineCounts:
             return []
         try:
             data = os.read(fd, MAX_FILE + 1) if os.fstat(fd).st_size <= MAX_FILE else b""
+        except OSError:  # e.g. a directory planted in its place: count without it
+            return []
         finally:
             os.close(fd)
         if not data.startswith(MAGIC):
@@ -295,3 +307,28 @@ class LineCounts:
         os.replace(tmp, path)
         self.fresh = False
 
+
+
+def keep(jobdir: str, base: int, paths: Sequence[str], budget: int | None = None) -> int:
+    """The writer's side: records in ``jobdir``'s lines.idx for the log made of ``paths``
+    (its segments, oldest first, the first starting at absolute offset ``base``), at most
+    ``budget`` bytes past the last record already there (None: up to the end). Returns the
+    offset of the last record. Raises OSError when a segment cannot be opened."""
+    fds: list[tuple[int, int, int]] = []  # (start, end, fd) of each segment
+    try:
+        pos = base
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY | _FLAGS)
+            size = os.fstat(fd).st_size
+            fds.append((pos, pos + size, fd))
+            pos += size
+
+        def read(start: int, end: int) -> bytes:
+            return b"".join(os.pread(fd, min(end, hi) - max(start, lo), max(start, lo) - lo)
+                            for lo, hi, fd in fds if max(start, lo) < min(end, hi))
+
+        counts = LineCounts(jobdir, base, pos, [lo for lo, _, _ in fds], read)
+        return counts.cover(pos if budget is None else counts.offsets[-1] + budget)
+    finally:
+        for _, _, fd in fds:
+            os.close(fd)

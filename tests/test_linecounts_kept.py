@@ -1,0 +1,92 @@
+"""The supervisor keeps lines.idx as it writes the log (issue 26 item 2: a tail that costs
+nothing): in quiet moments and after the exit, so a reader's first tail is a lookup, not a pass.
+Real jobs; the answers are checked against a count of the bytes on disk."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import struct
+from pathlib import Path
+
+from conftest import supervisor_gone, wait_until
+
+from hermes_procs.core.supervisor import linecounts
+
+LINE = b"2024-05-01 12:00:00 INFO worker-3 handled request id=12345 in 12 ms\n"
+
+
+def _writer(mib: int, then: str) -> str:
+    """A job printing about `mib` MiB of lines and a last line without its line end, then `then`."""
+    script = (f"import sys, time; w = sys.stdout.buffer.write; [w({LINE!r} * 1000) for _ in range({mib} * 16)]; "
+              f"w(b'last, unfinished'); sys.stdout.flush(); {then}")
+    return f"python3 -c {shlex.quote(script)}"
+
+
+def _counted_to(jobdir: Path) -> int:
+    """The offset of the last record of lines.idx (0 without the file)."""
+    try:
+        data = (jobdir / linecounts.NAME).read_bytes()
+    except FileNotFoundError:
+        return 0
+    body = data[len(linecounts.MAGIC):]
+    return struct.unpack_from("<Q", body, len(body) - 16)[0] if len(body) >= 16 else 0
+
+
+def _retained(jobdir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (jobdir / "output.log.1", jobdir / "output.log") if p.exists())
+
+
+def _check_tail(registry, sid: str, jobdir: Path) -> None:
+    data = _retained(jobdir)
+    got = registry.read_log(sid, limit=3)
+    assert got["total_lines"] == data.count(b"\n") + (not data.endswith(b"\n"))
+    assert got["output"].splitlines() == [t.decode() for t in data.split(b"\n")[-3:]]
+    os.unlink(jobdir / linecounts.NAME)  # the same answer from a count of its own
+    assert registry.read_log(sid, limit=3) == got
+
+
+def test_a_quiet_job_has_its_lines_counted_before_anyone_reads(registry):
+    sid = registry.spawn(_writer(3, "time.sleep(60)"))["session_id"]
+    jobdir = registry.job_dir(sid)
+    wait_until(lambda: len(_retained(jobdir)) >= 3 << 20, timeout=20)
+    size = (jobdir / "output.log").stat().st_size
+    wait_until(lambda: _counted_to(jobdir) == size // linecounts.STEP * linecounts.STEP, timeout=5)
+    _check_tail(registry, sid, jobdir)
+    assert registry.poll(sid)["status"] == "running"
+    registry.kill(sid, grace=0.2)
+
+
+def test_the_rest_is_counted_once_the_job_has_ended(registry):
+    sid = registry.spawn(_writer(5, "pass"))["session_id"]
+    assert registry.wait(sid, timeout=30)["exit_code"] == 0
+    jobdir = registry.job_dir(sid)
+    supervisor_gone(registry, sid)
+    size = (jobdir / "output.log").stat().st_size
+    assert size > 5 << 20
+    assert _counted_to(jobdir) == size // linecounts.STEP * linecounts.STEP
+    _check_tail(registry, sid, jobdir)
+
+
+def test_counts_of_a_rotated_log_start_at_its_first_retained_byte(registry, monkeypatch):
+    monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(4 << 20))  # segments of 2 MiB: the oldest dropped
+    sid = registry.spawn(_writer(9, "pass"))["session_id"]
+    registry.wait(sid, timeout=30)
+    supervisor_gone(registry, sid)
+    jobdir = registry.job_dir(sid)
+    assert registry.read_log(sid, limit=1)["dropped_bytes"] > 0
+    assert _counted_to(jobdir) > registry.read_log(sid, limit=1)["dropped_bytes"]
+    _check_tail(registry, sid, jobdir)
+
+
+def test_a_planted_index_only_stops_the_counting(registry):
+    """A directory where lines.idx goes: the job, its log and its readers carry on."""
+    sid = registry.spawn(_writer(2, "time.sleep(0.5)"))["session_id"]
+    jobdir = registry.job_dir(sid)
+    (jobdir / linecounts.NAME).mkdir()
+    assert registry.wait(sid, timeout=30)["exit_code"] == 0
+    supervisor_gone(registry, sid)
+    data = _retained(jobdir)
+    got = registry.read_log(sid, limit=2)
+    assert got["total_lines"] == data.count(b"\n") + 1 and got["output"].endswith("last, unfinished")
+    assert (jobdir / linecounts.NAME).is_dir()
