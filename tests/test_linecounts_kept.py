@@ -41,7 +41,8 @@ def _check_tail(registry, sid: str, jobdir: Path) -> None:
     data = _retained(jobdir)
     got = registry.read_log(sid, limit=3)
     assert got["total_lines"] == data.count(b"\n") + (not data.endswith(b"\n"))
-    assert got["output"].splitlines() == [t.decode() for t in data.split(b"\n")[-3:]]
+    lines = data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n")
+    assert got["output"].splitlines() == [t.decode() for t in lines[-3:]]
     os.unlink(jobdir / linecounts.NAME)  # the same answer from a count of its own
     assert registry.read_log(sid, limit=3) == got
 
@@ -90,3 +91,28 @@ def test_a_planted_index_only_stops_the_counting(registry):
     got = registry.read_log(sid, limit=2)
     assert got["total_lines"] == data.count(b"\n") + 1 and got["output"].endswith("last, unfinished")
     assert (jobdir / linecounts.NAME).is_dir()
+
+
+def test_readers_and_the_supervisor_counting_at_once_agree(registry, monkeypatch):
+    """Bursts of 2 MiB with pauses (the supervisor counts in each), a 4 MiB cap (rotations),
+    and a reader taking the tail all along: every answer it got was whole and numbered as the
+    final count says, and lines.idx ends equal to a fresh count."""
+    monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(4 << 20))
+    burst = f"[w({LINE!r} * 1000) for _ in range(32)]; sys.stdout.flush(); time.sleep(0.15)"
+    script = f"import sys, time; w = sys.stdout.buffer.write\nfor i in range(8):\n    {burst}\nw(b'end\\n')"
+    sid = registry.spawn(f"python3 -c {shlex.quote(script)}")["session_id"]
+    jobdir = registry.job_dir(sid)
+    seen = 0
+    while registry.poll(sid)["status"] == "running":
+        got = registry.read_log(sid, limit=2)
+        lines = got["output"].splitlines()
+        for line in lines[:-1]:
+            assert line == LINE.decode().rstrip("\n"), line
+        assert not lines or LINE.decode().startswith(lines[-1]) or lines[-1] == "end", lines  # the last: partial
+        assert got["total_lines"] >= 0
+        seen += 1
+    assert seen > 5
+    supervisor_gone(registry, sid)
+    got = registry.read_log(sid, limit=2)
+    assert got["output"].splitlines() == [LINE.decode().rstrip("\n"), "end"]
+    _check_tail(registry, sid, jobdir)
