@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_procs.core.registry import logstore, search
-from hermes_procs.core.supervisor.linecounts import LineCounts
 from hermes_procs.core.registry.userregex import PatternError, UserRegex
+from hermes_procs.core.supervisor.linecounts import LineCounts
 from hermes_procs.core.supervisor.text import strip_ansi
 
 __all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_log"]

@@ -46,8 +46,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..supervisor.text import to_text
 from ..supervisor.linecounts import LineCounts
+from ..supervisor.text import to_text
 
 __all__ = [
     "LINE_CAP",

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..supervisor.linecounts import LineCounts
 from ..supervisor.text import looks_plain, to_text
 from . import logstore
-from ..supervisor.linecounts import LineCounts
 from .userregex import UserRegex
 
 CHUNK = 1 << 20
