@@ -18,7 +18,8 @@ LINE = b"2024-05-01 12:00:00 INFO worker-3 handled request id=12345 in 12 ms\n"
 
 def _writer(mib: int, then: str) -> str:
     """A job printing about `mib` MiB of lines and a last line without its line end, then `then`."""
-    script = (f"import sys, time; w = sys.stdout.buffer.write; [w({LINE!r} * 1000) for _ in range({mib} * 16)]; "
+    script = ("import os, sys, time; go = os.environ.get('GO')\nwhile go and not os.path.exists(go): time.sleep(0.01)\n"
+              f"w = sys.stdout.buffer.write; [w({LINE!r} * 1000) for _ in range({mib} * 16)]; "
               f"w(b'last, unfinished'); sys.stdout.flush(); {then}")
     return f"python3 -c {shlex.quote(script)}"
 
@@ -75,18 +76,26 @@ def test_counts_of_a_rotated_log_start_at_its_first_retained_byte(registry, monk
     registry.wait(sid, timeout=30)
     supervisor_gone(registry, sid)
     jobdir = registry.job_dir(sid)
-    assert registry.read_log(sid, limit=1)["dropped_bytes"] > 0
-    assert _counted_to(jobdir) > registry.read_log(sid, limit=1)["dropped_bytes"]
+    counted = _counted_to(jobdir)  # before any reader could count
+    dropped = registry.read_log(sid, limit=1)["dropped_bytes"]
+    assert 0 < dropped < counted
     _check_tail(registry, sid, jobdir)
 
 
-def test_a_planted_index_only_stops_the_counting(registry):
-    """A directory where lines.idx goes: the job, its log and its readers carry on."""
-    sid = registry.spawn(_writer(2, "time.sleep(0.5)"))["session_id"]
+def test_an_index_that_cannot_be_written_stops_the_counting_once(registry, tmp_path):
+    """A directory where lines.idx goes: the supervisor says so once in supervisor.log and stops
+    (no count over the same bytes in every quiet moment, no temporary files left); the job, its
+    log and its readers carry on."""
+    go = tmp_path / "go"
+    sid = registry.spawn(_writer(12, "time.sleep(1)"), env={"GO": str(go)})["session_id"]
     jobdir = registry.job_dir(sid)
     (jobdir / linecounts.NAME).mkdir()
+    go.touch()
     assert registry.wait(sid, timeout=30)["exit_code"] == 0
     supervisor_gone(registry, sid)
+    said = (jobdir / "supervisor.log").read_text()
+    assert said.count("not counting the log's lines") == 1, said
+    assert not list(jobdir.glob(linecounts.NAME + ".new-*"))
     data = _retained(jobdir)
     got = registry.read_log(sid, limit=2)
     assert got["total_lines"] == data.count(b"\n") + 1 and got["output"].endswith("last, unfinished")

@@ -65,6 +65,7 @@ class LineCounts:
         self.base, self.end, self.read = base, end, read
         self.starts = sorted(s for s in starts if base < s < end)
         self.fresh = False  # True: the file must be written anew (not appended to)
+        self.unstored = False  # True: records could not be written (the counts hold for this snapshot only)
         records = self._load()
         if not records:
             records, self.fresh = [(base, 0)], True
@@ -278,19 +279,20 @@ class LineCounts:
             else:
                 self._append(self.path)
         except OSError:
-            pass
+            self.unstored = True
 
     def _append(self, path: str) -> None:
         fd = os.open(path, os.O_RDWR | _FLAGS)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
-            head = os.pread(fd, len(MAGIC) + RECORD.size, 0)
-            tail = os.pread(fd, RECORD.size, size - RECORD.size)
-            if (head != MAGIC + RECORD.pack(self.offsets[0], 0) or len(tail) != RECORD.size
-                    or (size - len(MAGIC)) % RECORD.size):
-                return  # rewritten from another origin meanwhile, or left odd: not ours to extend
-            last = RECORD.unpack(tail)[0]
+            if os.pread(fd, len(MAGIC) + RECORD.size, 0) != MAGIC + RECORD.pack(self.offsets[0], 0):
+                return  # rewritten from another origin meanwhile: not ours to extend
+            torn = (size - len(MAGIC)) % RECORD.size
+            if torn:  # a record cut short (a full disk): the whole ones stand
+                size -= torn
+                os.ftruncate(fd, size)
+            last = RECORD.unpack(os.pread(fd, RECORD.size, size - RECORD.size))[0]
             new = [RECORD.pack(o, c) for o, c in self._fields() if o > last]
             if new:
                 os.pwrite(fd, b"".join(new), size)
@@ -301,10 +303,14 @@ class LineCounts:
         tmp = f"{path}.new-{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _FLAGS, 0o600)
         try:
-            os.write(fd, MAGIC + b"".join(RECORD.pack(o, c) for o, c in self._fields()))
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            try:
+                os.write(fd, MAGIC + b"".join(RECORD.pack(o, c) for o, c in self._fields()))
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except OSError:
+            _unlink(tmp)
+            raise
         self.fresh = False
 
 
@@ -313,7 +319,8 @@ def keep(jobdir: str, base: int, paths: Sequence[str], budget: int | None = None
     """The writer's side: records in ``jobdir``'s lines.idx for the log made of ``paths``
     (its segments, oldest first, the first starting at absolute offset ``base``), at most
     ``budget`` bytes past the last record already there (None: up to the end). Returns the
-    offset of the last record. Raises OSError when a segment cannot be opened."""
+    offset of the last record. Raises OSError when a segment cannot be opened or the records
+    cannot be written."""
     fds: list[tuple[int, int, int]] = []  # (start, end, fd) of each segment
     try:
         pos = base
@@ -328,7 +335,17 @@ def keep(jobdir: str, base: int, paths: Sequence[str], budget: int | None = None
                             for lo, hi, fd in fds if max(start, lo) < min(end, hi))
 
         counts = LineCounts(jobdir, base, pos, [lo for lo, _, _ in fds], read)
-        return counts.cover(pos if budget is None else counts.offsets[-1] + budget)
+        last = counts.cover(pos if budget is None else counts.offsets[-1] + budget)
+        if counts.unstored:
+            raise OSError(f"{NAME} cannot be written")
+        return last
     finally:
         for _, _, fd in fds:
             os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

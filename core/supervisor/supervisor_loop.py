@@ -116,11 +116,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
                 time.sleep(0.01)
         self._shutdown()
         if self.lines_behind():  # every client has the exit: the rest of the counts, off anyone's path
-            try:
-                os.nice(10)  # work for readers that may come: it yields to whatever runs now
-            except OSError:
-                pass
-            self.count_lines(None)
+            self.count_lines_after_exit()
         return 0
 
     def _complain(self, message: str) -> None:

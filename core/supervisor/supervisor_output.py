@@ -21,7 +21,8 @@ LOG = "output.log"
 READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
 PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read
 COUNT_AFTER = 1 << 20  # bytes not yet counted worth counting (linecounts.STEP: records lie a MiB apart)
-COUNT_SLICE = 8 << 20  # bytes counted in one quiet moment (a few ms away from the loop)
+COUNT_SLICE = 4 << 20  # bytes counted in one quiet moment (a few ms away from the loop)
+COUNT_AFTER_EXIT = 10.0  # seconds of counting after the exit at most (the rest is left to readers)
 QUERY_REPLIES = ((b"\x1b[6n", b"\x1b[1;1R"), (b"\x1b[c", b"\x1b[?1;2c"), (b"\x1b[0c", b"\x1b[?1;2c"),
                  (b"\x1b[5n", b"\x1b[0n"))
 
@@ -189,15 +190,30 @@ class OutputLog(SupervisorState):
 
     def count_lines(self, budget: int | None) -> None:
         """Extend lines.idx over at most ``budget`` more bytes of the log (None: to its end).
-        A cache for readers: a failure (the folder gone, no room) only stops the counting."""
+        A cache for readers: a failure (the folder gone, no room, a count that did not move on)
+        stops the counting for good, with one line in supervisor.log."""
         try:
             import linecounts
 
             segments = [name for name in (LOG + ".1", LOG) if os.path.exists(name)]
-            self.counted_to = linecounts.keep(".", self.dropped, segments, budget)
-        except (OSError, ImportError) as exc:
+            counted = linecounts.keep(".", self.dropped, segments, budget)
+            if counted <= self.counted_to:
+                raise OSError(f"the count stayed at byte {counted}")
+            self.counted_to = counted
+        except Exception as exc:  # noqa: BLE001 - e.g. a newer linecounts.py than this supervisor's code
             self.counted_to = -1
             self._complain(f"not counting the log's lines for readers: {exc}")
+
+    def count_lines_after_exit(self) -> None:
+        """The rest of the counts once every client has the exit, in slices, at nice +10 (work
+        for readers that may come), until the job folder is gone or COUNT_AFTER_EXIT seconds."""
+        try:
+            os.nice(10)
+        except OSError:
+            pass
+        deadline = time.monotonic() + COUNT_AFTER_EXIT
+        while self.lines_behind() and time.monotonic() < deadline and os.path.exists(LOG):
+            self.count_lines(COUNT_SLICE)
 
     def _write_state(self) -> None:
         """logstate.json: bytes rotated out, the first retained segment, output not stored."""
