@@ -19,8 +19,10 @@ from typing import Any
 
 __all__ = ["ColourFinder"]
 
-# anything but ASCII text, tab, line end and whole SGR sequences
-NOT_COLOURS = rb"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\xff]|\x1b(?:$|[^\[]|\[[0-9;:]*(?:$|[^0-9;:m]))"
+# a coloured block holds these bytes only (bytes.translate deletes them: ~3 GB/s, where an RE2
+# class over every byte runs ~0.6 GB/s) and its every ESC starts a whole SGR sequence
+COLOURED_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\x1b"
+NOT_SGR = rb"\x1b(?:$|[^\[]|\[[0-9;:]*(?:$|[^0-9;:m]))"  # found from ESC to ESC (memchr)
 SGR = "(?:\\x1b\\[[0-9;:]*m)*"
 MOST = 256  # bytes per candidate line below which converting the whole block is cheaper
 
@@ -33,7 +35,7 @@ class ColourFinder:
         options = re2.Options()
         options.never_capture = True
         options.log_errors = False
-        self.not_colours = re2.compile(NOT_COLOURS, options)._regexp.Match
+        self.not_sgr = re2.compile(NOT_SGR, options)._regexp.Match
         ascii_ = [literal for literal in literals if literal.isascii()]  # the others never occur in ASCII text
         pattern = "|".join(SGR.join(f"\\x{byte:02x}" for byte in literal) for literal in ascii_)
         self.literal = re2.compile(pattern, options)._regexp.Match if ascii_ else None
@@ -44,7 +46,7 @@ class ColourFinder:
         """Starts of the lines of ``data[:end]`` whose text may match (ascending); None when the
         block holds more than coloured ASCII text, or when too many lines would have to be
         converted one by one."""
-        if self.not_colours(self.anchor, data, 0, end)[0][0] >= 0:
+        if not self.coloured(data, end):
             return None
         found: list[int] = []
         pos = 0
@@ -57,3 +59,8 @@ class ColourFinder:
             if len(found) * MOST > end:
                 return None
         return found
+
+    def coloured(self, data: bytes, end: int) -> bool:
+        """Whether ``data[:end]`` is ASCII text, tabs, line ends and whole SGR sequences only."""
+        block = data if end == len(data) else data[:end]
+        return not block.translate(None, COLOURED_TEXT) and self.not_sgr(self.anchor, data, 0, end)[0][0] < 0
