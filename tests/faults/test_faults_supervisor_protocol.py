@@ -4,11 +4,12 @@ connection, never dies and never hangs; the next client is served as before."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
 from conftest import pid_alive, wait_until
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hermes_procs.core import ProcessRegistry
@@ -35,6 +36,14 @@ REQUESTS = st.one_of(
 )
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _encode(value) -> bytes:
     return json.dumps(value, allow_nan=True).encode()
 
@@ -46,10 +55,13 @@ LINES = st.lists(st.one_of(REQUESTS.map(_encode), st.binary(max_size=200).filter
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     reg = ProcessRegistry(home=tmp_path_factory.mktemp("protocol") / "home")
-    started = reg.spawn("sleep 600", pty=True)
+    # its terminal sends no signals: a fuzzed write may hold Ctrl-C, Ctrl-\ or Ctrl-Z (Ctrl-\ once quit it)
+    started = reg.spawn("stty -isig && exec sleep 600", pty=True)
     jobdir = reg.job_dir(started["session_id"])
-    sup = json.loads((jobdir / "proc.json").read_text())["supervisor_pid"]
+    proc = json.loads((jobdir / "proc.json").read_text())
+    sup = proc["supervisor_pid"]
     wait_until(lambda: (jobdir / "sock").exists())
+    wait_until(lambda: _cmdline(proc["pid"]).startswith(b"sleep"))  # stty has run
     yield reg, started["session_id"], jobdir, sup
     reg.kill(started["session_id"], grace=0)
 
@@ -57,6 +69,7 @@ def job(tmp_path_factory):
 @settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(lines=LINES)
+@example(lines=[_encode({"op": "write", "data": base64.b64encode(b"\x1c\x03\x1a").decode()})])  # the signal keys
 def test_supervisor_answers_or_closes_and_survives(job, lines):
     _reg, _sid, jobdir, sup = job
     payload = b"\n".join(lines) + b'\n{"op": "status"}\n'
