@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_procs.core.remote.address import parse_host
+from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.remote.address import CONTROL_FOLDER_MAX, parse_host
 
 CLI = [sys.executable, "-m", "hermes_procs"]
 
@@ -86,5 +87,32 @@ def test_ssh_connections_are_shared_only_through_a_private_folder(monkeypatch):
         assert f"ControlPath={folder}/%C" in argv and (folder.stat().st_mode & 0o777) == 0o700
         os.chmod(folder, 0o733)  # others could plant a socket there that ssh would take for its master
         assert not any(arg.startswith("Control") for arg in parse_host("ssh://box").argv(["true"]))
+    finally:
+        shutil.rmtree(cache)
+
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_a_job_starts_over_ssh_with_the_longest_control_folder_and_past_it(server, monkeypatch, extra):
+    """The longest folder that is used still leaves ssh room for its master's socket (ssh said
+    "path ... too long for Unix domain socket" and the host was unreachable with a 60-character
+    one); one character more and the connection is not shared, but made."""
+    cache = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        long = cache / ("c" * (CONTROL_FOLDER_MAX - len(str(cache)) - len("/hermes-procs/ssh") - 1 + extra))
+        folder = long / "hermes-procs" / "ssh"
+        assert len(str(folder)) == CONTROL_FOLDER_MAX + extra
+        monkeypatch.setenv("XDG_CACHE_HOME", str(long))
+        monkeypatch.setenv("HERMES_PROCS_SSH_ARGS", server.ssh_args)
+        shares = any(arg.startswith("ControlPath=") for arg in parse_host("ssh://box").argv(["true"]))
+        assert shares is not bool(extra)
+        reg = ProcessRegistry(host=server.url(server.home_dir()))
+        try:
+            started = reg.spawn("echo over ssh")
+            assert "session_id" in started, started
+            assert reg.wait(started["session_id"], timeout=30)["exit_code"] == 0
+        finally:
+            reg.conn.close()
+        assert bool(list(folder.iterdir())) is not bool(extra)  # the master's socket, when shared
     finally:
         shutil.rmtree(cache)

@@ -48,18 +48,24 @@ class Host:
         return ["kubectl", "exec", "-i", *ns, pod, *ct, "--", *remote]
 
 
+# A Unix socket's path holds 107 bytes; ssh binds its master at ControlPath + "." + 16 random
+# characters before renaming it, and %C is 40: the folder may take 107 - 1 - 40 - 17 of them.
+CONTROL_FOLDER_MAX = 49
+
+
 def _control_master() -> list[str]:
     """Options sharing one SSH connection per host between processes (each CLI call would
     otherwise pay a full SSH handshake): a master kept 60 s after its last use, its socket in
     a private folder. HERMES_PROCS_SSH_ARGS="-o ControlMaster=no" turns it off. Without a
     private folder (another user's, or one others may enter), no sharing: ssh would talk to any
-    socket planted there as if it were its master."""
+    socket planted there as if it were its master. Nor with a folder whose path is too long
+    for the socket (ssh would refuse to connect at all)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(base, "hermes-procs", "ssh")
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         st = os.stat(folder)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o077 or len(folder) > 60:
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077 or len(folder) > CONTROL_FOLDER_MAX:
             return []
     except OSError:
         return []
