@@ -61,6 +61,7 @@ class ColourFinder:
         return found
 
     def coloured(self, data: bytes, end: int) -> bool:
-        """Whether ``data[:end]`` is ASCII text, tabs, line ends and whole SGR sequences only."""
-        block = data if end == len(data) else data[:end]
-        return not block.translate(None, COLOURED_TEXT) and self.not_sgr(self.anchor, data, 0, end)[0][0] < 0
+        """Whether ``data[:end]`` is ASCII text, tabs, line ends and whole SGR sequences only
+        (the bytes past ``end``, the start of the next line, are checked too: no copy of the
+        block, and a False only costs the slower way)."""
+        return not data.translate(None, COLOURED_TEXT) and self.not_sgr(self.anchor, data, 0, end)[0][0] < 0
