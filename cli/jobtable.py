@@ -6,7 +6,6 @@ keeps it fast.
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 from hermes_procs.core.registry.model import JobInfo
@@ -71,6 +70,8 @@ def render_table(jobs: list[JobInfo], tty: bool) -> str:
     widths = [max([len(heads[i])] + [len(cells[i]) for cells, _ in rows]) for i in range(fixed)]
     shown, room = list(range(fixed)), None
     if tty:
+        import shutil  # here: not loaded for an agent's (piped) ls
+
         columns = shutil.get_terminal_size((100, 24)).columns
         for drop in (None, 3, 2):  # STARTED, then PID
             if drop is not None:

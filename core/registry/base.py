@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from .paths import IdError, ensure_private_dir, resolve_home, resolve_id
 from .userregex import PatternError
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable
     from typing import ParamSpec, TypeVar  # novermin (3.10: read by the type checker only)
 

@@ -4,7 +4,6 @@ job, or to one of its processes), watch patterns, a live `stream`, `kill`, and `
 
 from __future__ import annotations
 
-import base64
 import builtins
 import signal
 import time
@@ -60,6 +59,8 @@ class Controlling(Yielding):
             return self._already_exited(job)
         if seconds is not None:  # where the answer starts, and who reads stdin before it is sent
             start, baseline = logstore.total_bytes(job.dir), wait_until.blocked_counts(job)
+        import base64  # here: loaded by a write, not by every CLI query
+
         reply = self._live(job, {"op": "write", "data": base64.b64encode(raw).decode(), "source": source})
         if not reply.get("ok"):
             return self._live_error(job, reply)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import select
-import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..supervisor import proctree, wire
 from . import jobstate
+
+if TYPE_CHECKING:
+    import socket
 
 STALL_CHECK = 0.1  # while waiting for a reply, look this often whether the supervisor is stopped
 
@@ -38,6 +40,8 @@ def connect(jobdir: Path, retry_for: float = 0.0) -> socket.socket:
     removes it (just before it exits); retries stop as soon as the supervisor is known to be
     finishing (the exit is recorded) or gone.
     """
+    import socket  # here: the CLI's queries of ended jobs never connect (issue 26: start like git)
+
     deadline = time.monotonic() + retry_for
     pause = 0.0005  # the socket appears ~1-2 ms after the spawn returns: look again soon, then less often
     while True:

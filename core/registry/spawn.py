@@ -1,21 +1,22 @@
 """Starting jobs: `spawn` (every argument checked, then the supervisor started through the
 home's warm template or as a new interpreter; with `reuse` or `port`, what the job claims looked
-for first, under the home's spawn lock) and `restart` (the same job again)."""
+for first, under the home's spawn lock) and `restart` (the same job again).
+
+What starts a supervisor (the template's client, subprocess, shutil) is imported by the first
+spawn, not with the registry: a CLI query never pays for it (issue 26, a CLI that starts like git)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..supervisor import proctree, reaper, template
+from ..supervisor import proctree, reaper
 from ..supervisor.bounds import MAX_SECONDS, seconds, terminal_size, whole
 from . import leases, portguard
 from .base import BadInput, _env_float, _safe
@@ -24,7 +25,7 @@ from .envsafe import child_env, shell_argv
 from .housekeeping import Housekeeping
 from .paths import new_session_id, open_nofollow, write_json_atomic
 
-SUPERVISOR = str(Path(template.__file__).with_name("supervisor.py"))  # the program: core/supervisor/
+SUPERVISOR = str(Path(reaper.__file__).with_name("supervisor.py"))  # the program: core/supervisor/
 MAX_WATCH_PATTERNS = 64
 MAX_WATCH_CHARS = 1000
 SPAWN_LOCK = "spawn.lock"  # held while a spawn with reuse or port looks for its claim and starts
@@ -77,6 +78,10 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
     def _start_job(self, meta: dict[str, Any], env: dict[str, str] | None,
                    environ: dict[str, str] | None) -> dict[str, Any]:
         """Start the job `meta` describes (checked): its folder, its supervisor; spawn's result."""
+        import shutil
+
+        from ..supervisor import template
+
         command, pty, jobdir = meta["command"], meta["pty"], self.jobs_dir / meta["session_id"]
         argv = [sys.executable, "-I", "-S", SUPERVISOR, str(jobdir), "1" if pty else "0", str(meta["rows"]),
                 str(meta["cols"]), meta["cwd"], *([template.pty_path()] if pty else []), "--", *meta["shell"],
@@ -101,6 +106,8 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
                           env: dict[str, str]) -> dict[str, Any]:
         """Create the job folder (it appears with its meta.json: staged under .new-ID, renamed)
         and start the supervisor; its report line: {"pid": ...} or {"error": ...}."""
+        import shutil
+
         staging = self.jobs_dir / f".new-{meta['session_id']}"
         try:
             staging.mkdir(mode=0o700)
@@ -114,6 +121,10 @@ class Spawning(Housekeeping):  # a spawn prunes now and then
         """Start the job's supervisor and return its report line: forked by the home's warm
         template (core/supervisor/template.py) when one runs, else `argv` as a new interpreter (and a
         template is started for the next spawns)."""
+        import subprocess
+
+        from ..supervisor import template
+
         idle = template_idle()
         if idle:
             args = argv[argv.index(SUPERVISOR) + 1:]
@@ -249,6 +260,8 @@ def _exec_limits(argv: list[str], env: dict[str, str]) -> None:
 
 def template_idle() -> float:
     """HERMES_PROCS_TEMPLATE_IDLE: seconds the home's supervisor template waits for work; 0: none."""
+    from ..supervisor import template
+
     return env_number("HERMES_PROCS_TEMPLATE_IDLE", template.DEFAULT_IDLE, 0.0, MAX_SECONDS, lowest_ok=True)
 
 
@@ -314,10 +327,17 @@ def _check_watch_patterns(patterns: object) -> None:
                        f"{MAX_WATCH_CHARS} characters each")
 
 
+def _found(program: str) -> bool:
+    """Whether `program` is a path or a name on PATH that can be run."""
+    import shutil
+
+    return shutil.which(program) is not None
+
+
 def _job_shell(command: str) -> list[str]:
     """The shell argv that runs `command` (without the command); the shell must exist."""
     shell = shell_argv(command)[:-1]
-    if not shutil.which(shell[0]):
+    if not _found(shell[0]):
         raise BadInput(f"Shell not found: {shell[0]} (set HERMES_PROCS_SHELL to a shell that exists)")
     return shell
 
@@ -325,7 +345,7 @@ def _job_shell(command: str) -> list[str]:
 def _rerun_shell(meta: dict[str, Any]) -> list[str] | None:
     """The shell a job ran in, for its rerun; None (the default shell) when it is gone or odd."""
     shell = meta.get("shell")
-    if isinstance(shell, list) and shell and all(isinstance(a, str) for a in shell) and shutil.which(shell[0]):
+    if isinstance(shell, list) and shell and all(isinstance(a, str) for a in shell) and _found(shell[0]):
         return [str(a) for a in shell]
     return None
 
@@ -334,7 +354,7 @@ def _checked_shell(shell: object) -> list[str]:
     """A shell argv prefix given to spawn: strings without NUL, the program found."""
     if not (isinstance(shell, list) and shell and all(isinstance(a, str) and "\0" not in a for a in shell)):
         raise BadInput("shell must be a list of strings: the program and its arguments before the command")
-    if not shutil.which(shell[0]):
+    if not _found(shell[0]):
         raise BadInput(f"Shell not found: {shell[0]}")
     return list(shell)
 

@@ -31,18 +31,20 @@ import json
 import os
 import re
 import select
-import subprocess
 import sys
 import threading
 import time
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from . import linefind
 from .colourfind import ColourFinder
 from .envnumbers import env_number
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserRegex", "compile_user",
            "regex_timeout"]
@@ -227,6 +229,8 @@ class _Worker:
         self.source = source
         self.timeout = regex_timeout()
         self.failed: PatternError | None = None
+        import subprocess  # here: only a pattern RE2 refuses starts a worker
+
         self.proc = subprocess.Popen(
             [sys.executable or "python3", "-I", "-S", str(WORKER), str(self.timeout)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
@@ -291,6 +295,8 @@ class _Worker:
 
 def _end(proc: subprocess.Popen[bytes]) -> None:
     """Kill and reap a worker (also when its UserRegex is garbage collected unclosed)."""
+    import subprocess
+
     if proc.poll() is None:
         proc.kill()
     try:

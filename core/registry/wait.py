@@ -6,7 +6,6 @@ import builtins
 import math
 import os
 import select
-import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from .jobstate import Job, load
 from .watch import HomeWatch
 
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Callable
 
 

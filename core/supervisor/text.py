@@ -32,6 +32,7 @@ Stdlib only (the supervisor may import it).
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import re
 from typing import Any
@@ -102,18 +103,14 @@ _TAIL = (
 )
 
 
-def _build(keep_backspace: bool, keep_sgr: bool = False) -> re.Pattern[str]:
+@functools.cache  # compiled on first use: ~1 ms each, paid by no CLI query that shows no output
+def _ansi_re(keep_backspace: bool, keep_sgr: bool = False) -> re.Pattern[str]:
     bs = "" if keep_backspace else r"\x08"
     if not keep_sgr:
         return re.compile(r"[\x00-\x07" + bs + r"\x0b\x0c\x0e-\x1f\x7f-\x9f]" + _TAIL)
     # an ESC that starts an SGR (colour) sequence is not an introducer
     intro = r"(?:\x1b(?!\[[0-9;:]*m)|[\x00-\x07" + bs + r"\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f])"
     return re.compile(intro + _TAIL)
-
-
-_ANSI_RE = _build(keep_backspace=False)
-_ANSI_RE_KEEP_BS = _build(keep_backspace=True)
-_ANSI_RE_KEEP_SGR = _build(keep_backspace=True, keep_sgr=True)
 
 
 def strip_ansi(s: str, *, keep_sgr: bool = False) -> str:
@@ -128,7 +125,7 @@ def strip_ansi(s: str, *, keep_sgr: bool = False) -> str:
     keeps 7-bit SGR colour sequences (``ESC[...m``) and backspaces, so the caller can still
     collapse ``\\b`` redraws; every other sequence is removed as above.
     """
-    return (_ANSI_RE_KEEP_SGR if keep_sgr else _ANSI_RE).sub("", s)
+    return _ansi_re(keep_backspace=keep_sgr, keep_sgr=keep_sgr).sub("", s)
 
 
 _CR_BS_SPLIT = re.compile(r"([\r\b])")
@@ -199,7 +196,7 @@ def looks_plain(data: bytes) -> bool:
 def to_text(data: bytes) -> str:
     """Raw output bytes -> display text: decode (replace errors), strip escapes, collapse ``\\r``."""
     s = data.decode("utf-8", "replace")
-    s = _ANSI_RE_KEEP_BS.sub("", s)
+    s = _ansi_re(keep_backspace=True).sub("", s)
     return collapse_cr(s)
 
 

@@ -8,7 +8,10 @@ path; stdlib only, no package-relative imports) and the client as `hermes_procs.
 from __future__ import annotations
 
 import os
-import socket
+
+TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
+if TYPE_CHECKING:
+    import socket
 
 VERSION = 1  # every reply carries it as "v"; a client meeting a newer one says so
 
@@ -55,6 +58,8 @@ def listen(name: str, backlog: int) -> socket.socket:
     it listens, over any old one: a client that finds the name can always connect (between bind
     and listen it would be refused, and take the server for gone). Used by the supervisor (the
     job's `sock`) and the template (`template.sock`)."""
+    import socket  # here: a client importing the vocabulary need not load it
+
     tmp = f".{name}.{os.getpid()}.tmp"
     try:
         os.unlink(tmp)
