@@ -4,13 +4,16 @@ a bare `python -c pass` of the same interpreter, wall time. Bytecode caches are 
 (PYTHONDONTWRITEBYTECODE is dropped for these processes), as an installed copy has them. The
 queries are answered without typer (cli/quick.py); three info rows bound the CLI from below:
 importing typer alone (what every other command pays), the registry alone, and the standard
-library modules the registry stands on (pathlib, json, socket, subprocess, re, typing).
+library modules `hermes-procs ls` loads that `python -c pass` does not (read from
+`python -X importtime` in the same run: pathlib, json, re, typing, datetime ...).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -34,6 +37,22 @@ def _command() -> list[str]:
     return [str(script)] if script.exists() else [PY, "-m", "hermes_procs"]
 
 
+def _imported(argv: list[str]) -> set[str]:
+    """The modules `argv` (a python process) imports, from `-X importtime`."""
+    done = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, env=ENV, check=True)
+    return {row.split("|")[-1].strip() for row in done.stderr.splitlines() if row.startswith("import time:")}
+
+
+def _stdlib_of(cli: list[str]) -> str:
+    """The top-level standard library modules `cli ls` imports beyond a bare interpreter's, as
+    one `import` line's names (the floor of any CLI that stands on them)."""
+    ours = _imported([PY, "-m", "hermes_procs", *cli[1:], "ls"])
+    bare = _imported([PY, "-c", "pass"])
+    names = {m for m in ours - bare if "." not in m and m in sys.stdlib_module_names and not m.startswith("_")
+             and importlib.util.find_spec(m) is not None}  # not `nt`: ntpath tries it on every system
+    return ", ".join(sorted(names - {"runpy"}))  # runpy: -m's own
+
+
 def run(cfg: Config) -> list[Row]:
     rows = []
     bare = [PY, "-c", "pass"]
@@ -49,7 +68,8 @@ def run(cfg: Config) -> list[Row]:
             rows.append(Row(f"hermes-procs {name}, whole process", "ms", ours, "python -c pass", base,
                             "<= 3x (issue 26)", ratio <= 3))
         for name, module in (("import typer", "typer"), ("import the registry", "hermes_procs.core"),
-                             ("import its standard library", "pathlib, json, socket, subprocess, re, typing")):
+                             ("import the standard library ls loads", _stdlib_of(cli))):
             ours, base = interleave(cfg.runs, lambda m=module: _wall([PY, "-c", f"import {m}"]), lambda: _wall(bare))
-            rows.append(Row(f"python -c '{name}'", "ms", ours, "python -c pass", base, "info", None))
+            rows.append(Row(f"python -c '{name}'", "ms", ours, "python -c pass", base, "info", None,
+                            note=module if "," in module else ""))
     return rows
