@@ -59,6 +59,27 @@ def test_a_quiet_job_has_its_lines_counted_before_anyone_reads(registry):
     registry.kill(sid, grace=0.2)
 
 
+def test_a_job_that_never_pauses_has_its_lines_counted_as_it_writes(registry, monkeypatch):
+    """Output every 6 ms, never COUNT_QUIET (0.1 s) apart, as a server logging all day: the
+    supervisor counts a slice at a time anyway once it is COUNT_FAR (4 MiB) behind, so a reader's
+    first tail never counts the whole log (it counted nothing until the job paused)."""
+    monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(1 << 30))  # one segment: no rotation meanwhile
+    script = (f"import os, time\nchunk = {LINE!r} * 1000\n"
+              "while True:\n    os.write(1, chunk)\n    time.sleep(0.006)")
+    sid = registry.spawn(f"python3 -c {shlex.quote(script)}")["session_id"]
+    jobdir = registry.job_dir(sid)
+    log = jobdir / "output.log"
+    wait_until(lambda: log.exists() and log.stat().st_size >= 64 << 20, timeout=60)
+    size = log.stat().st_size
+    counted = _counted_to(jobdir)
+    assert counted >= size - (14 << 20), (counted, size)
+    offset, newlines = struct.unpack_from("<QQ", (jobdir / linecounts.NAME).read_bytes(), -16)
+    with open(log, "rb") as fh:
+        assert (offset, newlines & linecounts.COUNT) == (counted, fh.read(counted).count(b"\n"))
+    assert registry.poll(sid)["status"] == "running"
+    registry.kill(sid, grace=0.2)
+
+
 def test_the_rest_is_counted_once_the_job_has_ended(registry):
     sid = registry.spawn(_writer(5, "pass"))["session_id"]
     assert registry.wait(sid, timeout=30)["exit_code"] == 0

@@ -10,14 +10,15 @@ record at every multiple of ``STEP`` (1 MiB) and at the start of every log segme
 count is a lookup plus one ``bytes.count`` of at most half a MiB, and a line's start is found
 by counting within one MiB.
 
-The supervisor keeps the file as it writes the log (:func:`keep`: in quiet moments, and once
-the job has ended), and so does any reader: a reader that needs counts past the last record
-counts the bytes in between (once) and appends the records (under ``flock``; records only cover
-bytes already written, which never change). The first read of a log nobody has read yet
-costs one counting pass; every later one, in any process, costs what the tail costs. When the
-log cap dropped bytes past the last record (the count at the new first retained byte is then
-unknown), or the file is damaged, it is written anew from the first retained byte. The file
-is a cache: deleting it loses nothing, and a reader that cannot write it just counts.
+The supervisor keeps the file as it writes the log (:func:`keep`: in quiet moments, 4 MiB every
+0.2 s while 4 MiB or more is not counted, and once the job has ended), and so does any reader:
+a reader that needs counts past the last record counts the bytes in between (once) and appends
+the records (under ``flock``; records only cover bytes already written, which never change).
+The first read of a log nobody has counted costs one counting pass; every later one, in any
+process, costs what the tail costs. When the log cap dropped bytes past the last record (the
+count at the new first retained byte is then unknown), or the file is damaged, it is written
+anew from the first retained byte. The file is a cache: deleting it loses nothing, and a reader
+that cannot write it just counts.
 
 Stdlib only (remote hosts run it on Python 3.9); the supervisor imports it by its plain name.
 """

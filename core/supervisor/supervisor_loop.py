@@ -174,7 +174,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
         if behind:
             timeout = min(timeout, COUNT_QUIET)
         ready = self.sel.select(timeout)
-        if behind and not ready:  # quiet for a moment: count lines for readers (supervisor_output.py)
+        if behind and (not ready or self.lines_far_behind()):  # count lines for readers (supervisor_output.py)
             self.count_lines(COUNT_SLICE)
         for key, mask in ready:
             tag = key.data

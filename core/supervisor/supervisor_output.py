@@ -1,8 +1,8 @@
 """The supervisor's output side: read the job's output, append it to the log (rotating it at
 half the cap, counting what a write error keeps out), note when it arrived (times.idx, see
 core/supervisor/timeline.py), keep its line counts (lines.idx, core/supervisor/linecounts.py: in
-quiet moments and after the exit, so a reader's first tail is a lookup), answer a PTY's
-terminal queries.
+quiet moments, a slice at a time while output flows far ahead of them, and after the exit, so a
+reader's first tail is a lookup), answer a PTY's terminal queries.
 
 A mixin of supervisor_loop.Supervisor (it uses the supervisor's state); stdlib only.
 """
@@ -22,6 +22,8 @@ READ_SIZE = 1 << 20  # pipe reads (the pipe holds 1 MiB)
 PTY_READ_SIZE = 1 << 16  # a PTY hands out a few KiB a read
 COUNT_AFTER = 1 << 20  # bytes not yet counted worth counting (linecounts.STEP: records lie a MiB apart)
 COUNT_SLICE = 4 << 20  # bytes counted in one quiet moment (a few ms away from the loop)
+COUNT_FAR = 4 << 20  # this much not counted: a slice is counted even while output flows (a job that
+COUNT_EVERY = 0.2  # never pauses, a server logging all day), one slice per this many seconds at most
 COUNT_AFTER_EXIT = 10.0  # seconds of counting after the exit at most (the rest is left to readers)
 QUERY_REPLIES = ((b"\x1b[6n", b"\x1b[1;1R"), (b"\x1b[c", b"\x1b[?1;2c"), (b"\x1b[0c", b"\x1b[?1;2c"),
                  (b"\x1b[5n", b"\x1b[0n"))
@@ -47,6 +49,7 @@ class OutputLog(SupervisorState):
         self.times_last = 0  # ms of the last record (times never go back)
         self._open_times(self.jobdir)
         self.counted_to = 0  # lines.idx holds counts up to here (absolute); -1: counting failed, stop
+        self.counted_at = 0.0  # when the last slice was counted (monotonic)
 
     def _open_log(self) -> None:
         try:
@@ -188,6 +191,13 @@ class OutputLog(SupervisorState):
         """Whether a MiB or more of the log is not counted in lines.idx yet."""
         return self.counted_to >= 0 and self.log_end - max(self.counted_to, self.dropped) >= COUNT_AFTER
 
+    def lines_far_behind(self) -> bool:
+        """Whether COUNT_FAR or more of the log is not counted and no slice was counted for
+        COUNT_EVERY s: output that never stops for COUNT_QUIET is counted too, and a reader's
+        first tail counts little itself (20 MiB/s at most: ~2 % of a flood's time)."""
+        return (self.counted_to >= 0 and self.log_end - max(self.counted_to, self.dropped) >= COUNT_FAR
+                and time.monotonic() - self.counted_at >= COUNT_EVERY)
+
     def count_lines(self, budget: int | None) -> None:
         """Extend lines.idx over at most ``budget`` more bytes of the log (None: to its end).
         A cache for readers: a failure (the folder gone, no room, a count that did not move on)
@@ -200,6 +210,7 @@ class OutputLog(SupervisorState):
             if counted <= self.counted_to:
                 raise OSError(f"the count stayed at byte {counted}")
             self.counted_to = counted
+            self.counted_at = time.monotonic()
         except Exception as exc:  # noqa: BLE001 - e.g. a newer linecounts.py than this supervisor's code
             self.counted_to = -1
             self._complain(f"not counting the log's lines for readers: {exc}")
