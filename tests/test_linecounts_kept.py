@@ -24,14 +24,22 @@ def _writer(mib: int, then: str) -> str:
     return f"python3 -c {shlex.quote(script)}"
 
 
-def _counted_to(jobdir: Path) -> int:
-    """The offset of the last record of lines.idx (0 without the file)."""
+def _last_record(jobdir: Path) -> tuple[int, int]:
+    """The last record of lines.idx: (offset, line ends before it); (0, 0) without the file."""
     try:
         data = (jobdir / linecounts.NAME).read_bytes()
     except FileNotFoundError:
-        return 0
+        return 0, 0
     body = data[len(linecounts.MAGIC):]
-    return struct.unpack_from("<Q", body, len(body) - 16)[0] if len(body) >= 16 else 0
+    if len(body) < 16:
+        return 0, 0
+    offset, newlines = struct.unpack_from("<QQ", body, len(body) - 16)
+    return offset, newlines & linecounts.COUNT
+
+
+def _counted_to(jobdir: Path) -> int:
+    """The offset of the last record of lines.idx (0 without the file)."""
+    return _last_record(jobdir)[0]
 
 
 def _retained(jobdir: Path) -> bytes:
@@ -62,20 +70,23 @@ def test_a_quiet_job_has_its_lines_counted_before_anyone_reads(registry):
 def test_a_job_that_never_pauses_has_its_lines_counted_as_it_writes(registry, monkeypatch):
     """Output every 6 ms, never COUNT_QUIET (0.1 s) apart, as a server logging all day: the
     supervisor counts a slice at a time anyway once it is COUNT_FAR (4 MiB) behind, so a reader's
-    first tail never counts the whole log (it counted nothing until the job paused)."""
+    first tail never counts the whole log (it counted nothing until the job paused). lines.idx
+    deleted meanwhile (a cache: that loses nothing) is counted anew, not given up on."""
     monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(1 << 30))  # one segment: no rotation meanwhile
     script = (f"import os, time\nchunk = {LINE!r} * 1000\n"
               "while True:\n    os.write(1, chunk)\n    time.sleep(0.006)")
     sid = registry.spawn(f"python3 -c {shlex.quote(script)}")["session_id"]
     jobdir = registry.job_dir(sid)
     log = jobdir / "output.log"
-    wait_until(lambda: log.exists() and log.stat().st_size >= 64 << 20, timeout=60)
+    wait_until(lambda: _counted_to(jobdir) >= 8 << 20, timeout=60)
+    os.unlink(jobdir / linecounts.NAME)
+    wait_until(lambda: log.stat().st_size >= 64 << 20, timeout=60)
     size = log.stat().st_size
-    counted = _counted_to(jobdir)
+    counted, newlines = _last_record(jobdir)
     assert counted >= size - (14 << 20), (counted, size)
-    offset, newlines = struct.unpack_from("<QQ", (jobdir / linecounts.NAME).read_bytes(), -16)
     with open(log, "rb") as fh:
-        assert (offset, newlines & linecounts.COUNT) == (counted, fh.read(counted).count(b"\n"))
+        assert newlines == fh.read(counted).count(b"\n")
+    assert "not counting" not in (jobdir / "supervisor.log").read_text()
     assert registry.poll(sid)["status"] == "running"
     registry.kill(sid, grace=0.2)
 

@@ -194,20 +194,21 @@ class OutputLog(SupervisorState):
     def lines_far_behind(self) -> bool:
         """Whether COUNT_FAR or more of the log is not counted and no slice was counted for
         COUNT_EVERY s: output that never stops for COUNT_QUIET is counted too, and a reader's
-        first tail counts little itself (20 MiB/s at most: ~2 % of a flood's time)."""
+        first tail counts little itself (20 MiB/s at most; a slice holds the loop a few ms)."""
         return (self.counted_to >= 0 and self.log_end - max(self.counted_to, self.dropped) >= COUNT_FAR
                 and time.monotonic() - self.counted_at >= COUNT_EVERY)
 
     def count_lines(self, budget: int | None) -> None:
         """Extend lines.idx over at most ``budget`` more bytes of the log (None: to its end).
         A cache for readers: a failure (the folder gone, no room, a count that did not move on)
-        stops the counting for good, with one line in supervisor.log."""
+        stops the counting for good, with one line in supervisor.log. A count that went back (the
+        file deleted, or rewritten from an older snapshot by a reader) goes on from there."""
         try:
             import linecounts
 
             segments = [name for name in (LOG + ".1", LOG) if os.path.exists(name)]
             counted = linecounts.keep(".", self.dropped, segments, budget)
-            if counted <= self.counted_to:
+            if counted == self.counted_to:
                 raise OSError(f"the count stayed at byte {counted}")
             self.counted_to = counted
             self.counted_at = time.monotonic()
