@@ -209,9 +209,9 @@ class TreeScreen(ModalScreen[None]):
         cells = [self._cells(r, prefix, room) for r, prefix in zip(rows, tree_prefixes(rows), strict=True)]
         if keys == self._keys:
             for key, new, old in zip(keys, cells, self._cells_shown, strict=True):
-                for (col, _label, _width), value, before in zip(_COLUMNS, new, old, strict=True):
-                    if value != before:
-                        table.update_cell(key, col, value)
+                for (col, _label, width), value, before in zip(_COLUMNS, new, old, strict=True):
+                    if value != before:  # a command that grew (an exec) widens its column
+                        table.update_cell(key, col, value, update_width=width is None)
         else:
             current = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
             table.clear()
