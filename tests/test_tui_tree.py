@@ -151,24 +151,6 @@ async def test_a_finished_job_shows_what_it_left_running(registry):
         assert "leftovers" in str(screen.query_one("#tree-summary").render())
 
 
-async def test_a_command_that_grows_in_place_is_shown_whole(registry, tmp_path):
-    """The same process execs a longer command line while the tree is open: the COMMAND column
-    widens to it (it stayed as wide as the first command, the new one cut without a mark)."""
-    longer = "sleep-with-a-much-longer-name-than-before"
-    (tmp_path / "grow.sh").write_text(f"read -t 2\nexec -a {longer} sleep 60\n")  # stdin stays open
-    sid = registry.spawn("exec -a s bash grow.sh", cwd=str(tmp_path), name="grows")["session_id"]
-    app = HermesApp(registry, sample_interval=0.3)
-    async with app.run_test(size=(120, 34)) as pilot:
-        await select(pilot, app, sid, indexed=False)
-        await pilot.press("p")
-        await until(pilot, lambda: isinstance(app.screen, TreeScreen), what="tree open")
-        screen = app.screen
-        await until(pilot, lambda: find(screen, "s grow.sh"), what="the first command")
-        await until(pilot, lambda: find(screen, f"{longer} 60"), what="the longer command")
-        table = screen.query_one("#tree-table")
-        await until(pilot, lambda: f"{longer} 60" in table.render_line(1).text, what="the whole command drawn")
-
-
 def test_tree_prefixes_draw_siblings_and_nesting():
     depths = [0, 1, 2, 2, 1, 2, 0]
     rows = [{"depth": d} for d in depths]
