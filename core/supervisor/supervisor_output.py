@@ -189,14 +189,17 @@ class OutputLog(SupervisorState):
 
     def lines_behind(self) -> bool:
         """Whether a MiB or more of the log is not counted in lines.idx yet."""
-        return self.counted_to >= 0 and self.log_end - max(self.counted_to, self.dropped) >= COUNT_AFTER
+        return self._uncounted() >= COUNT_AFTER
+
+    def _uncounted(self) -> int:
+        """Bytes of the retained log past lines.idx (-1 once counting stopped)."""
+        return self.log_end - max(self.counted_to, self.dropped) if self.counted_to >= 0 else -1
 
     def lines_far_behind(self) -> bool:
         """Whether COUNT_FAR or more of the log is not counted and no slice was counted for
         COUNT_EVERY s: output that never stops for COUNT_QUIET is counted too, and a reader's
         first tail counts little itself (20 MiB/s at most; a slice holds the loop a few ms)."""
-        return (self.counted_to >= 0 and self.log_end - max(self.counted_to, self.dropped) >= COUNT_FAR
-                and time.monotonic() - self.counted_at >= COUNT_EVERY)
+        return self._uncounted() >= COUNT_FAR and time.monotonic() - self.counted_at >= COUNT_EVERY
 
     def count_lines(self, budget: int | None) -> None:
         """Extend lines.idx over at most ``budget`` more bytes of the log (None: to its end).
