@@ -5,8 +5,8 @@
   bytes: throughput in MB/s (higher is better). The pattern runs in RE2
   (core/registry/userregex.py, core/registry/linefind.py); the issue 26 target is >= 0.5x grep.
   The same for a log of coloured terminal output (escape sequences on every line: searched as
-  its text), for the whole `hermes-procs search` process and for the dashboard's `&` filter
-  (tui/log_filter.py).
+  its text), for a PTY job's log (``\r\n`` line ends), for the whole `hermes-procs search`
+  process and for the dashboard's `&` filter (tui/log_filter.py).
 * `prune` of a home whose events.jsonl holds 120 MB of events every consumer has read (30 MB
   quick), and the first drain of a new consumer afterwards, against `wc -l` of the same file.
 """
@@ -31,14 +31,15 @@ LINE = b"2024-05-01 12:00:00 INFO worker-3 handled request id=12345 in 12 ms fro
 COLOURED = b"\x1b[2m2024-05-01 12:00:00\x1b[0m \x1b[32mINFO\x1b[0m worker-3 handled request id=12345 in 12 ms\n"
 
 
-def _log_job(reg: ProcessRegistry, size: int, line: bytes = LINE) -> tuple[str, str]:
-    """A finished job whose log is `size` bytes of `line` (one ERROR near the end)."""
+def _log_job(reg: ProcessRegistry, size: int, line: bytes = LINE, pty: bool = False) -> tuple[str, str]:
+    """A finished job whose log is `size` bytes of `line` (one ERROR near the end); `pty`: written
+    to a terminal (its line ends are \r\n in the log)."""
     count = size // len(line)
     script = (f"import sys; w = sys.stdout.buffer.write; block = {line!r} * 10000; "
               f"[w(block) for _ in range({count} // 10000)]; w(b'ERROR disk full id=99991' + bytes([10]))")
-    os.environ["HERMES_PROCS_LOG_CAP"] = str(size * 2)  # all of it kept, no rotation
+    os.environ["HERMES_PROCS_LOG_CAP"] = str(size * 4)  # all of it in output.log (a segment is half the cap)
     try:
-        sid = reg.spawn(f"python3 -c {shlex.quote(script)}")["session_id"]
+        sid = reg.spawn(f"python3 -c {shlex.quote(script)}", pty=pty)["session_id"]
     finally:
         del os.environ["HERMES_PROCS_LOG_CAP"]
     if reg.wait(sid, timeout=600).get("exit_code") != 0 or os.path.getsize(reg.job_dir(sid) / "output.log") < size // 2:
@@ -98,6 +99,9 @@ def run(cfg: Config) -> list[Row]:
         sid, log = _log_job(reg, size, COLOURED)
         rows.append(_versus_grep(cfg, f"search {mb} MB of coloured output for a literal", size, "ERROR", log,
                                  lambda: reg.search(sid, "ERROR", context=2)))
+        sid, log = _log_job(reg, size, pty=True)
+        rows.append(_versus_grep(cfg, f"search {mb} MB of a PTY job's output (\\r\\n) for a literal", size, "ERROR",
+                                 log, lambda: reg.search(sid, "ERROR", context=2)))
     rows += _events(cfg)
     return rows
 

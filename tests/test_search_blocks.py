@@ -28,13 +28,16 @@ WORDS = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b
 # coloured ASCII only (core/registry/colourfind.py), with literals cut by colours
 COLOURED = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"12", b"z",
             b"\t", b"E\x1b[0mRROR", b"ERR\x1b[mOR", b"id=\x1b[2m99", b"zz"]
+# plain ASCII: as a terminal's output (crlf), plain once each line's \r is gone
+PLAIN = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"12", b"z", b"\t", b"c", b"a"]
 
 
-def _random_log(rng: random.Random, n: int, words: list[bytes] = WORDS) -> bytes:
+def _random_log(rng: random.Random, n: int, words: list[bytes] = WORDS, crlf: float = 0.0) -> bytes:
+    """``n`` random lines of ``words``; a share ``crlf`` of the line ends are a terminal's ``\r\n``."""
     lines = []
     for _ in range(n):
         size = 0 if rng.random() < 0.1 else rng.randint(1, 8) if rng.random() < 0.95 else rng.randint(50, 200)
-        lines.append(b"".join(rng.choice(words) for _ in range(size)))
+        lines.append(b"".join(rng.choice(words) for _ in range(size)) + (b"\r" if rng.random() < crlf else b""))
     return b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
 
 
@@ -50,10 +53,12 @@ def _expected(data: bytes, pattern: str, ignore_case: bool, context: int, limit:
             for i in hits[:limit]], len(hits)
 
 
-@pytest.mark.parametrize(("engine", "words"), [("re2", WORDS), ("re", WORDS), ("re2", COLOURED)],
-                         ids=["re2", "re", "re2-coloured"])
+@pytest.mark.parametrize(("engine", "words", "crlf"), [
+    ("re2", WORDS, 0.0), ("re", WORDS, 0.0), ("re2", COLOURED, 0.0),
+    ("re2", PLAIN, 0.97), ("re2", COLOURED, 0.97), ("re", PLAIN, 0.97)],
+    ids=["re2", "re", "re2-coloured", "re2-terminal", "re2-coloured-terminal", "re-terminal"])
 def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch, engine: str,
-                                                      words: list[bytes]) -> None:
+                                                      words: list[bytes], crlf: float) -> None:
     monkeypatch.setattr(search, "CHUNK", 64)  # blocks of a few lines, long lines in pieces
     monkeypatch.setattr(colourfind, "MOST", 0)  # coloured blocks always searched for the literal first
     monkeypatch.setattr(search, "LONG_LINE", 1 << 20)
@@ -64,7 +69,7 @@ def test_block_search_finds_what_each_line_alone_finds(tmp_path: Path, monkeypat
     for round_ in range(12 if engine == "re2" else 3):
         jobdir = tmp_path / f"job{round_}"
         jobdir.mkdir()
-        data = _random_log(rng, rng.randint(1, 120), words)
+        data = _random_log(rng, rng.randint(1, 120), words, crlf)
         (jobdir / "output.log").write_bytes(data)
         for pattern in PATTERNS:
             ignore_case = rng.random() < 0.2
@@ -92,23 +97,22 @@ def test_a_literal_that_keeps_missing_gives_way_to_the_whole_pattern(tmp_path: P
 
 def test_the_dashboard_filter_finds_what_each_line_alone_finds(tmp_path: Path, monkeypatch) -> None:
     """tui/log_filter.py on the same block functions: its matching rows, their context rows and
-    its count are those of matching each line's text (escapes removed) alone."""
-    from hermes_procs.core.supervisor.text import strip_ansi
+    its count are those of matching each line's text (escapes removed, redraws collapsed) alone."""
     from hermes_procs.tui.log_filter import filter_log
 
     monkeypatch.setattr(search, "CHUNK", 64)
     monkeypatch.setattr(linecounts, "STEP", 97)
     rng = random.Random(7)
-    for round_ in range(8):
+    for round_ in range(12):
         jobdir = tmp_path / f"job{round_}"
         jobdir.mkdir()
-        data = _random_log(rng, rng.randint(1, 120))
+        data = _random_log(rng, rng.randint(1, 120), PLAIN if round_ % 3 == 2 else WORDS, crlf=0.97 * (round_ % 3 > 0))
         (jobdir / "output.log").write_bytes(data)
         raws = data.split(b"\n")
         if raws[-1] == b"":
             raws.pop()
         for pattern in ("ERROR", "^$", r"id=9+\d", "a|zz"):
-            hits = [i for i, raw in enumerate(raws) if re.search(pattern, strip_ansi(raw.decode("utf-8", "replace")))]
+            hits = [i for i, raw in enumerate(raws) if re.search(pattern, to_text(raw))]
             context = rng.choice([0, 2])
             shown = sorted({j for i in hits for j in range(max(0, i - context), min(len(raws), i + context + 1))})
             got = []

@@ -4,8 +4,9 @@
 block functions (core/registry/search.py): the log is read in 1 MiB blocks of whole lines
 through one pinned snapshot; a plain block goes to the user's pattern
 (:class:`~hermes_procs.core.registry.userregex.UserRegex`: RE2 over the whole block, or Python's
-re in a worker process with a deadline) as it is, any other with its escape sequences removed
-(line ends kept, so line numbers stay those of the log pane), so a 500 MB log is scanned at
+re in a worker process with a deadline) as it is, any other as its text, the line as the log
+pane shows it and the search matches it (escape sequences removed, ``\r`` redraws collapsed:
+text.to_text; line ends kept, so line numbers stay those of the log pane), so a 500 MB log is scanned at
 the speed of grep and never held in memory, and a pattern that backtracks without end stops
 the scan with "pattern took too long" instead of freezing the dashboard.  Line numbers and
 context lines come from the log's line counts (core/supervisor/linecounts.py).  At most
@@ -22,7 +23,6 @@ from typing import Any
 from hermes_procs.core.registry import logstore, search
 from hermes_procs.core.registry.userregex import PatternError, UserRegex
 from hermes_procs.core.supervisor.linecounts import LineCounts
-from hermes_procs.core.supervisor.text import strip_ansi
 
 __all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_log"]
 
@@ -72,10 +72,6 @@ class _Lines:
         return [self.layout.read(start, min(stop, start + max_bytes)) for start, stop in spans]
 
 
-def _text(raw: bytes) -> str:
-    return strip_ansi(raw.decode("utf-8", "replace"))
-
-
 def _scan(lines: _Lines, pattern: UserRegex, context: int,
           report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
     layout, counts = lines.layout, lines.counts
@@ -87,7 +83,7 @@ def _scan(lines: _Lines, pattern: UserRegex, context: int,
             return
         pos = block.start + block.end
         try:
-            hits, _ = search.block_hits(pattern, block, _text, plain=counts.plain(block.start, pos))
+            hits, _ = search.block_hits(pattern, block, plain=counts.plain(block.start, pos))
         except PatternError as exc:
             report(FilterProgress([], pos - start, end - start, matches, done=True, error=exc))
             return

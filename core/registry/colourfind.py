@@ -1,14 +1,15 @@
 """Coloured output searched without converting it: the lines of a block of coloured text that
 may hold a match, found by RE2 over the raw bytes.
 
-A log of coloured output (``ESC[32mINFO ESC[0m ...``: SGR sequences on every line) is not plain
-(text.looks_plain), so a search matches its text (text.to_text), and converting a block costs
-one Python regex substitution per escape sequence: ~25 MB/s. When the block holds nothing but
-ASCII, tabs, line ends and SGR sequences (``ESC [ digits ; : m``), the text of each line is its
-bytes without those sequences, so a literal that every match holds (linefind.required_literals)
-is in a line's text exactly when it is in its bytes with SGR sequences between its characters.
-:class:`ColourFinder` searches that in RE2 and names the lines that hold it; only those are
-converted and matched by the whole pattern (core/registry/search.py).
+A log of coloured output (``ESC[32mINFO ESC[0m ...``: SGR sequences on every line, and a
+terminal's ``\r\n`` line ends when it ran in a PTY) is not plain (text.looks_plain), so a search
+matches its text (text.to_text), and converting a block costs one Python regex substitution per
+escape sequence: ~25 MB/s. When the block holds nothing but ASCII, tabs, line ends (``\r`` only
+before ``\n``) and SGR sequences (``ESC [ digits ; : m``), the text of each line is its bytes
+without those sequences (and its last ``\r``), so a literal that every match holds
+(linefind.required_literals) is in a line's text exactly when it is in its bytes with SGR
+sequences between its characters. :class:`ColourFinder` searches that in RE2 and names the lines
+that hold it; only those are converted and matched by the whole pattern (core/registry/search.py).
 
 Standard library and RE2 only.
 """
@@ -20,9 +21,11 @@ from typing import Any
 __all__ = ["ColourFinder"]
 
 # a coloured block holds these bytes only (bytes.translate deletes them: ~3 GB/s, where an RE2
-# class over every byte runs ~0.6 GB/s) and its every ESC starts a whole SGR sequence
-COLOURED_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\x1b"
+# class over every byte runs ~0.6 GB/s), its every ESC starts a whole SGR sequence and its every
+# \r ends a line (a terminal's \r\n: to_text drops it)
+COLOURED_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\r\x1b"
 NOT_SGR = rb"\x1b(?:$|[^\[]|\[[0-9;:]*(?:$|[^0-9;:m]))"  # found from ESC to ESC (memchr)
+LONE_CR = rb"\r(?:$|[^\n])"  # a \r that does not end a line (a redraw): from \r to \r (memchr)
 SGR = "(?:\\x1b\\[[0-9;:]*m)*"
 MOST = 256  # bytes per candidate line below which converting the whole block is cheaper
 
@@ -36,6 +39,7 @@ class ColourFinder:
         options.never_capture = True
         options.log_errors = False
         self.not_sgr = re2.compile(NOT_SGR, options)._regexp.Match
+        self.lone_cr = re2.compile(LONE_CR, options)._regexp.Match
         ascii_ = [literal for literal in literals if literal.isascii()]  # the others never occur in ASCII text
         pattern = "|".join(SGR.join(f"\\x{byte:02x}" for byte in literal) for literal in ascii_)
         self.literal = re2.compile(pattern, options)._regexp.Match if ascii_ else None
@@ -61,7 +65,9 @@ class ColourFinder:
         return found
 
     def coloured(self, data: bytes, end: int) -> bool:
-        """Whether ``data[:end]`` is ASCII text, tabs, line ends and whole SGR sequences only
-        (the bytes past ``end``, the start of the next line, are checked too: no copy of the
-        block, and a False only costs the slower way)."""
-        return not data.translate(None, COLOURED_TEXT) and self.not_sgr(self.anchor, data, 0, end)[0][0] < 0
+        """Whether ``data[:end]`` is ASCII text, tabs, line ends (``\n`` or ``\r\n``) and whole
+        SGR sequences only (the bytes past ``end``, the start of the next line, are checked for
+        the bytes they hold too: no copy of the block, and a False only costs the slower way)."""
+        if data.translate(None, COLOURED_TEXT):
+            return False
+        return all(find(self.anchor, data, 0, end)[0][0] < 0 for find in (self.lone_cr, self.not_sgr))

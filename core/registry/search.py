@@ -7,10 +7,11 @@ a match's ``line_no`` is the ``offset`` to read around it. :func:`blocks` reads 
 blocks of whole lines (1 MiB) through one pinned snapshot; :func:`block_hits` gives each block
 to the pattern once (core/registry/userregex.py): a block of plain ASCII (no escape sequence, ``\\r``,
 backspace, NUL, BEL or DEL) is searched as it is by RE2 over the whole block (a literal run of
-the pattern first, from its rarest byte); a block of coloured ASCII text only (SGR sequences)
-by the pattern's literal first, with colours allowed between its characters
-(core/registry/colourfind.py), converting only the lines that hold it; any other block as its
-text. Line numbers come from
+the pattern first, from its rarest byte); a block of coloured ASCII text only (SGR sequences,
+and a terminal's ``\r\n`` line ends) by the pattern's literal first, with colours allowed
+between its characters (core/registry/colourfind.py), converting only the lines that hold it;
+a PTY job's plain lines, for a pattern without a literal, with each line's last ``\r`` taken
+out; any other block as its text. Line numbers come from
 the counts of line ends kept next to the log (core/supervisor/linecounts.py), only for the blocks that
 hold a match to return; the lines around a match are read from its block (or from the log, at
 a block's edge). The dashboard's ``&`` filter runs on the same functions.
@@ -22,7 +23,7 @@ are counted but not returned, and the collector says it was capped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -102,9 +103,9 @@ def blocks(layout: Any) -> Iterator[Block]:
         pos, size = pos + end, CHUNK
 
 
-def block_hits(regex: UserRegex, block: Block, convert: Callable[[bytes], str] = to_text,
-               plain: bool = False, limit: int | None = None) -> tuple[list[int], int]:
-    """Offsets in ``block.data`` where the lines whose text (``convert``) matches start, at most
+def block_hits(regex: UserRegex, block: Block, plain: bool = False,
+               limit: int | None = None) -> tuple[list[int], int]:
+    """Offsets in ``block.data`` where the lines whose text (text.to_text) matches start, at most
     ``limit`` of them, and how many more lines match; ``plain``: the block's bytes are known
     to be plain (the line counts say so)."""
     data, end = block.data, block.end
@@ -112,18 +113,22 @@ def block_hits(regex: UserRegex, block: Block, convert: Callable[[bytes], str] =
         return regex.line_starts(data, end, limit)
     candidates = regex.coloured_lines(data, end)
     if candidates is not None:  # coloured text: only the lines that hold the pattern's literal
-        return _matching(regex, block, candidates, convert, limit)
-    return _text_hits(regex, data[:end], convert, limit)
+        return _matching(regex, block, candidates, limit)
+    if b"\r\n" in data:  # a terminal's lines (a PTY job): plain once each line's last \r is gone?
+        text = data[:end].replace(b"\r\n", b"\n")  # ~0.5 GB/s
+        if looks_plain(text):
+            found, more = regex.line_starts(text, len(text), limit)
+            return _raw_starts(data, text, found), more
+    return _text_hits(regex, data[:end], limit)
 
 
-def _matching(regex: UserRegex, block: Block, starts: list[int], convert: Callable[[bytes], str],
-              limit: int | None) -> tuple[list[int], int]:
+def _matching(regex: UserRegex, block: Block, starts: list[int], limit: int | None) -> tuple[list[int], int]:
     """Of the lines of the block at ``starts``, those whose text matches (at most ``limit``),
     and how many more."""
     found: list[int] = []
     more = 0
     for start in starts:
-        text = convert(block.data[start:block.line_end(start)]).encode("utf-8", "surrogatepass")
+        text = to_text(block.data[start:block.line_end(start)]).encode("utf-8", "surrogatepass")
         if regex.line_starts(text, len(text), 1)[0]:
             if limit is None or len(found) < limit:
                 found.append(start)
@@ -132,16 +137,21 @@ def _matching(regex: UserRegex, block: Block, starts: list[int], convert: Callab
     return found, more
 
 
-def _text_hits(regex: UserRegex, raw: bytes, convert: Callable[[bytes], str],
-               limit: int | None) -> tuple[list[int], int]:
+def _text_hits(regex: UserRegex, raw: bytes, limit: int | None) -> tuple[list[int], int]:
     """block_hits of a block (``raw``, whole lines) matched as its text."""
-    text = convert(raw).encode("utf-8", "surrogatepass")  # the same lines: no conversion joins or splits them
+    text = to_text(raw).encode("utf-8", "surrogatepass")  # the same lines: no conversion joins or splits them
     found, more = regex.line_starts(text, len(text), limit)
     if raw and not raw.endswith(b"\n") and text[-1:] in (b"", b"\n") and regex.first("") is not None:
         if limit is None or len(found) < limit:  # a last line that is empty as text (only escapes)
             found.append(len(text))
         else:
             more += 1
+    return _raw_starts(raw, text, found), more
+
+
+def _raw_starts(raw: bytes, text: bytes, found: list[int]) -> list[int]:
+    """The starts in ``raw`` of the lines that start at ``found`` in ``text`` (the same lines
+    converted: line ``i`` of one is line ``i`` of the other)."""
     starts, pos, line, counted = [], 0, 0, 0
     for hit in found:
         want = line + text.count(b"\n", counted, hit)
@@ -149,7 +159,7 @@ def _text_hits(regex: UserRegex, raw: bytes, convert: Callable[[bytes], str],
         while line < want:
             pos, line = raw.find(b"\n", pos) + 1, line + 1
         starts.append(pos)
-    return starts, more
+    return starts
 
 
 def hit_lines(counts: LineCounts, block: Block, hits: list[int]) -> Iterator[tuple[int, int]]:
