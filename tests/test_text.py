@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 
@@ -129,6 +130,17 @@ def test_strip_ansi_is_fast_on_colored_build_output() -> None:
 )
 def test_collapse_cr(raw: str, expected: str) -> None:
     assert collapse_cr(raw) == expected
+
+
+def test_collapse_cr_is_each_line_collapsed_alone() -> None:
+    """The shortcut for a terminal's ``\r\n`` (a last ``\r`` changes nothing) gives what
+    collapsing each line by itself gives, whatever the redraws around it."""
+    from hermes_procs.core.supervisor.text import _collapse_line
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        s = "".join(rng.choice(["a", "bc", "\r", "\b", "\n", "\r\n", "xyz"]) for _ in range(rng.randint(0, 12)))
+        assert collapse_cr(s) == "\n".join(map(_collapse_line, s.split("\n"))), repr(s)
 
 
 def test_collapse_cr_many_redraws_is_linear() -> None:

