@@ -7,9 +7,10 @@ a match's ``line_no`` is the ``offset`` to read around it. :func:`blocks` reads 
 blocks of whole lines (1 MiB) through one pinned snapshot; :func:`block_hits` gives each block
 to the pattern once (core/registry/userregex.py): a block of plain ASCII (no escape sequence, ``\\r``,
 backspace, NUL, BEL or DEL) is searched as it is by RE2 over the whole block (a literal run of
-the pattern first, from its rarest byte); a block of coloured ASCII text only (SGR sequences,
-and a terminal's ``\r\n`` line ends) by the pattern's literal first, with colours allowed
-between its characters (core/registry/colourfind.py), converting only the lines that hold it;
+the pattern first, from its rarest byte); a block of coloured text only (UTF-8, CSI sequences:
+colours, erases, cursor moves; a terminal's ``\r\n`` line ends) by the pattern's literal first,
+with those sequences allowed between its characters (core/registry/colourfind.py), converting
+only the lines that hold it;
 a PTY job's plain lines, for a pattern without a literal, with each line's last ``\r`` taken
 out; any other block as its text. Line numbers come from
 the counts of line ends kept next to the log (core/supervisor/linecounts.py), only for the blocks that
