@@ -29,11 +29,13 @@ WORDS = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b
 COLOURED = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"12", b"z",
             b"\t", b"E\x1b[0mRROR", b"ERR\x1b[mOR", b"id=\x1b[2m99", b"zz"]
 # a terminal's output: colours, other CSI sequences (erase, cursor, modes), UTF-8 (with literals
-# cut by them), and now and then what makes a block not coloured text (a CSI cut short, a C1
-# control, a byte that is not UTF-8, an escape that is not CSI, a redraw: each hides a literal)
+# cut by them), and now and then what makes a line more than its bytes without CSI sequences (a
+# CSI cut short, a C1 control, an escape that is not CSI, a redraw, a backspace, a title ended by
+# BEL: each hides a literal), a byte that is not UTF-8 and a NUL
 TERMINAL = COLOURED * 3 + [b"\x1b[K", b"\x1b[2K\x1b[1G", b"\x1b[?25l", b"\x1b[1 q", b"\xe2\x86\x92", b"\xc3\xa9",
                            b"\xe2\x86\x92\x1b[31m\xc3\xa9", b"ER\x1b[KROR", b"\x1b[1 1m", b"\xc2\x85", b"\xff",
-                           b"ERR\x1b(BOR", b"xy\x1b]0;t\x1b\\z", b"XRROR\rE"]
+                           b"ERR\x1b(BOR", b"xy\x1b]0;t\x1b\\z", b"XRROR\rE", b"xy\x1b]0;t\x07z", b"ERQ\x08ROR", b"\x00",
+                           b"ER\x07ROR", b"ER\xc2\x85ROR", b"ER\x00ROR"]
 # plain ASCII: as a terminal's output (crlf), plain once each line's \r is gone
 PLAIN = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"12", b"z", b"\t", b"c", b"a"]
 

@@ -24,12 +24,14 @@ from typing import Any
 __all__ = ["ColourFinder"]
 
 # a coloured block holds these bytes only (bytes.translate deletes them: ~3 GB/s, where an RE2
-# class over every byte runs ~0.6 GB/s): its every ESC starts a whole CSI sequence, its every
-# \r ends a line (a terminal's \r\n: to_text drops it) and the rest holds no C1 control
-COLOURED_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\r\x1b" + bytes(range(0x80, 0x100))
+# class over every byte runs ~0.6 GB/s); NUL, DEL and the rarer C0 controls send it the slow way
+COLOURED_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n\r\x07\x08\x1b" + bytes(range(0x80, 0x100))
 CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"  # parameters, intermediates, final: as text.to_text removes them
-NOT_CSI = rb"\x1b(?:$|[^\[]|\[[0-?]*[ -/]*(?:$|[^ -~]|[ -/][0-?]))"  # found from ESC to ESC (memchr)
-LONE_CR = rb"\r(?:$|[^\n])"  # a \r that does not end a line (a redraw): from \r to \r (memchr)
+# what makes a line's text more than its bytes without whole CSI sequences and a last \r: its
+# lines are converted one by one; each is found from one byte to the next (memchr)
+ODD = (rb"\x1b(?:$|[^\[]|\[[0-?]*[ -/]*(?:$|[^ -~]|[ -/][0-?]))",  # an escape that is not a whole CSI
+       rb"\r(?:$|[^\n])",  # a \r that does not end the line (a redraw)
+       rb"\x08", rb"\x07")  # a backspace, a BEL (the end of a title)
 C1 = rb"\xc2[\x80-\x9f]"  # a C1 control in UTF-8, which to_text removes (RE2 reading Latin-1: memchr)
 MOST = 256  # bytes per candidate line below which converting the whole block is cheaper
 
@@ -40,7 +42,7 @@ class ColourFinder:
 
     def __init__(self, literals: list[bytes], re2: Any) -> None:
         options = _options(re2)
-        self.not_csi, self.lone_cr = (re2.compile(p, options)._regexp.Match for p in (NOT_CSI, LONE_CR))
+        self.odd = [re2.compile(pattern, options)._regexp.Match for pattern in ODD]
         self.c1 = re2.compile(C1, _options(re2, latin1=True))._regexp.Match
         # a byte that is not UTF-8 is U+FFFD in the text and never part of a CSI sequence: it
         # cannot hide a literal, only be one (a pattern that holds U+FFFD converts every block)
@@ -53,33 +55,34 @@ class ColourFinder:
         self.anchor = type(regexp).Anchor.UNANCHORED
 
     def candidates(self, data: bytes, end: int) -> list[int] | None:
-        """Starts of the lines of ``data[:end]`` whose text may match (ascending); None when the
-        block holds more than coloured text, or when too many lines would have to be converted
-        one by one."""
-        if not self.usable or not self.coloured(data, end):
+        """Starts of the lines of ``data[:end]`` whose text may match (ascending): those that
+        hold the literal, and the odd lines. None when the block holds bytes that are not
+        coloured text, or when too many lines would have to be converted one by one."""
+        if not self.usable or data.translate(None, COLOURED_TEXT):  # bytes past ``end`` too: no copy
             return None
+        room = end // MOST if MOST else end  # (MOST 0: no line too many, for tests)
+        finds = [*self.odd, *([self.c1] if not data.isascii() else []), *([self.literal] if self.literal else [])]
+        lines: set[int] = set()
+        for find in finds:
+            found = self._lines(find, data, end, room - len(lines))
+            if found is None:
+                return None
+            lines.update(found)
+        return sorted(lines)
+
+    def _lines(self, find: Any, data: bytes, end: int, room: int) -> list[int] | None:
+        """Starts of the lines of ``data[:end]`` where ``find`` finds something; None past ``room``."""
         found: list[int] = []
         pos = 0
-        while pos < end and self.literal is not None:
-            start = self.literal(self.anchor, data, pos, end)[0][0]
+        while pos < end:
+            start = find(self.anchor, data, pos, end)[0][0]
             if start < 0:
                 break
             found.append(data.rfind(b"\n", pos, start) + 1 or pos)
             pos = data.find(b"\n", start, end) + 1 or end
-            if len(found) * MOST > end:
+            if len(found) > room:
                 return None
         return found
-
-    def coloured(self, data: bytes, end: int) -> bool:
-        """Whether ``data[:end]`` is text without C0 or C1 controls but tabs, line ends
-        (``\n`` or ``\r\n``) and whole CSI sequences (the bytes past ``end``, the start of the
-        next line, are checked for the bytes they hold too: no copy of the block, and a False only
-        costs the slower way)."""
-        if data.translate(None, COLOURED_TEXT):
-            return False
-        if not data.isascii() and self.c1(self.anchor, data, 0, end)[0][0] >= 0:
-            return False
-        return all(find(self.anchor, data, 0, end)[0][0] < 0 for find in (self.lone_cr, self.not_csi))
 
 
 def _options(re2: Any, latin1: bool = False) -> Any:
