@@ -34,8 +34,8 @@ COLOURED = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"\x1b[31m", b"\x1b[0m"
 # BEL: each hides a literal), a byte that is not UTF-8 and a NUL
 TERMINAL = COLOURED * 3 + [b"\x1b[K", b"\x1b[2K\x1b[1G", b"\x1b[?25l", b"\x1b[1 q", b"\xe2\x86\x92", b"\xc3\xa9",
                            b"\xe2\x86\x92\x1b[31m\xc3\xa9", b"ER\x1b[KROR", b"\x1b[1 1m", b"\xc2\x85", b"\xff",
-                           b"ERR\x1b(BOR", b"xy\x1b]0;t\x1b\\z", b"XRROR\rE", b"xy\x1b]0;t\x07z", b"ERQ\x08ROR", b"\x00",
-                           b"ER\x07ROR", b"ER\xc2\x85ROR", b"ER\x00ROR"]
+                           b"ERR\x1b(BOR", b"xy\x1b]0;t\x1b\\z", b"XRROR\rE", b"xy\x1b]0;t\x07z", b"ERQ\x08ROR",
+                           b"\x00", b"ER\x07ROR", b"ER\xc2\x85ROR", b"ER\x00ROR"]
 # plain ASCII: as a terminal's output (crlf), plain once each line's \r is gone
 PLAIN = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"12", b"z", b"\t", b"c", b"a"]
 
