@@ -20,24 +20,26 @@ PATTERNS = [
     "ERROR", "abc", "x{3}", r"\bERROR\b", r"id=9+[0-9]", "^a", "c$", "^$", "a|zz", "(ab|xy)z",
     r"\d\d", r"[^a ]{4}", ".*", "b*", r"a\s+b", r"ERROR\s", "Err(?:or)?", "a.c", r"^\w+ \w+$",
     "(?i)error", "xyz|ERROR|id=", r"[a-c]{2,}z", "\u2192\u00e9", "\u2192|zz", "\u00e9+b", "\ufffd",
+    "(?:ERROR|xyz)|abc", "(a|bcd)x|yz", "c$", r"\S+\s\S+", "R3", "Qc",
 ]
 
 
 WORDS = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"\x1b[31m", b"\x1b[0m", b"\r", b"12",
-         b"\xe2\x86\x92", b"\xff", b"z", b"\t"]
+         b"\xe2\x86\x92", b"\xff", b"z", b"\t", b"ER\x01ROR", b"c\x0c"]
 # coloured ASCII only (core/registry/colourfind.py), with literals cut by colours
 COLOURED = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"12", b"z",
             b"\t", b"E\x1b[0mRROR", b"ERR\x1b[mOR", b"id=\x1b[2m99", b"zz"]
 # a terminal's output: colours, other CSI sequences (erase, cursor, modes), UTF-8 (with literals
 # cut by them), and now and then what makes a line more than its bytes without CSI sequences (a
 # CSI cut short, a C1 control, an escape that is not CSI, a redraw, a backspace, a title ended by
-# BEL: each hides a literal), a byte that is not UTF-8 and a NUL
+# BEL, each also next to a byte that is not UTF-8: each hides a literal), a byte that is not
+# UTF-8 and a NUL
 TERMINAL = COLOURED * 3 + [b"\x1b[K", b"\x1b[2K\x1b[1G", b"\x1b[?25l", b"\x1b[1 q", b"\xe2\x86\x92", b"\xc3\xa9",
                            b"\xe2\x86\x92\x1b[31m\xc3\xa9", b"ER\x1b[KROR", b"\x1b[1 1m", b"\xc2\x85", b"\xff",
                            b"ERR\x1b(BOR", b"xy\x1b]0;t\x1b\\z", b"XRROR\rE", b"xy\x1b]0;t\x07z", b"ERQ\x08ROR",
-                           b"\x00", b"ER\x07ROR", b"ER\xc2\x85ROR", b"ER\x00ROR"]
-# plain ASCII: as a terminal's output (crlf), plain once each line's \r is gone
-PLAIN = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"12", b"z", b"\t", b"c", b"a"]
+                           b"\x00", b"ER\x07ROR", b"ER\xc2\x85ROR", b"ER\x00ROR", b"ERR\x1b[3\xff", b"Pbc\r\xffQ"]
+# plain ASCII: as a terminal's output (crlf), plain once each line's \r is gone (but for a \x01 now and then)
+PLAIN = [b"abc", b"ERROR", b"xyz", b"id=999", b"a b", b"  ", b"12", b"z", b"\t", b"c", b"a"] * 4 + [b"ab\x01c"]
 
 
 def _random_log(rng: random.Random, n: int, words: list[bytes] = WORDS, crlf: float = 0.0) -> bytes:

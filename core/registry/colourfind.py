@@ -31,8 +31,8 @@ CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"  # parameters, intermediates, final: as text.to
 # lines are converted one by one; each is found from one byte to the next (memchr)
 ODD = (rb"\x1b(?:$|[^\[]|\[[0-?]*[ -/]*(?:$|[^ -~]|[ -/][0-?]))",  # an escape that is not a whole CSI
        rb"\r(?:$|[^\n])",  # a \r that does not end the line (a redraw)
-       rb"\x08", rb"\x07")  # a backspace, a BEL (the end of a title)
-C1 = rb"\xc2[\x80-\x9f]"  # a C1 control in UTF-8, which to_text removes (RE2 reading Latin-1: memchr)
+       rb"\x08", rb"\x07",  # a backspace, a BEL (the end of a title)
+       rb"\xc2[\x80-\x9f]")  # a C1 control in UTF-8 (which to_text removes)
 MOST = 256  # bytes per candidate line below which converting the whole block is cheaper
 
 
@@ -41,9 +41,9 @@ class ColourFinder:
     one of ``literals`` (UTF-8)."""
 
     def __init__(self, literals: list[bytes], re2: Any) -> None:
-        options = _options(re2)
-        self.odd = [re2.compile(pattern, options)._regexp.Match for pattern in ODD]
-        self.c1 = re2.compile(C1, _options(re2, latin1=True))._regexp.Match
+        options, latin1 = _options(re2), _options(re2, latin1=True)
+        # byte by byte (Latin-1): in UTF-8, \xc2 is U+00C2 and [^\n] misses a byte that is not UTF-8
+        self.odd = [re2.compile(pattern, latin1)._regexp.Match for pattern in ODD]
         # a byte that is not UTF-8 is U+FFFD in the text and never part of a CSI sequence: it
         # cannot hide a literal, only be one (a pattern that holds U+FFFD converts every block)
         self.usable = not any("\ufffd".encode() in literal for literal in literals)
@@ -61,7 +61,7 @@ class ColourFinder:
         if not self.usable or data.translate(None, COLOURED_TEXT):  # bytes past ``end`` too: no copy
             return None
         room = end // MOST if MOST else end  # (MOST 0: no line too many, for tests)
-        finds = [*self.odd, *([self.c1] if not data.isascii() else []), *([self.literal] if self.literal else [])]
+        finds = [*self.odd, *([self.literal] if self.literal else [])]
         lines: set[int] = set()
         for find in finds:
             found = self._lines(find, data, end, room - len(lines))

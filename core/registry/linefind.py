@@ -180,7 +180,8 @@ def _re_module(name: str, before_3_11: str) -> Any:
 def required_literals(parsed: Any) -> list[list[bytes]]:
     """Literal text every match contains: each entry is a list of literals (UTF-8) of which
     every match holds one: one literal for a run of the pattern's top-level sequence (a
-    class, repeat or optional part ends a run), one from each branch for a top-level ``|``.
+    class, repeat or optional part ends a run), for a top-level ``|`` the literals of one such
+    entry of each branch.
     [] for a pattern that ignores case (a literal would have to as well)."""
     if parsed is None or parsed.state.flags & re.IGNORECASE:
         return []
@@ -207,8 +208,8 @@ def _choices(items: Any, c: Any) -> list[list[bytes]]:
             choices += _choices(arg[3].data, c)
         elif op is c.BRANCH:
             each = [_choices(branch.data, c) for branch in arg[1]]
-            if all(each):  # one literal from each branch: its longest
-                choices.append([max((lit for choice in alts for lit in choice), key=len) for alts in each])
+            if all(each):  # one choice of each branch (its shortest literal the longest), all its literals
+                choices.append([lit for alts in each for lit in max(alts, key=lambda alt: min(map(len, alt)))])
     return choices
 
 

@@ -43,7 +43,7 @@ __all__ = ["NAME", "STEP", "LineCounts", "keep"]
 
 NAME = "lines.idx"
 STEP = 1 << 20  # a record at every multiple of this many bytes
-MAGIC = b"hermes-procs:ln1"  # 16 bytes: the file's format
+MAGIC = b"hermes-procs:ln2"  # 16 bytes: the file's format (ln1: a laxer PLAIN, which let C0 controls through)
 RECORD = struct.Struct("<QQ")
 WINDOW = 64 * 1024  # bytes read at a time when walking or counting lines
 MAX_FILE = 64 << 20  # bytes of lines.idx read (4 M records: 4 TiB of output); larger is rewritten

@@ -185,15 +185,17 @@ def collapse_cr(s: str) -> str:
     return "\n".join(lines)
 
 
-_REWRITTEN = (b"\x1b", b"\r", b"\x08", b"\x00", b"\x07", b"\x7f")  # what ordinary logs hold of it
+_PLAIN_TEXT = bytes(range(0x20, 0x7F)) + b"\t\n"  # what to_text keeps as it is
 
 
 def looks_plain(data: bytes) -> bool:
-    """ASCII without escape sequences, ``\r``, backspace, NUL, BEL or DEL: the bytes of an
-    ordinary log, which a search can match as they are instead of their :func:`to_text` (a
-    few memchr passes, no decoding). The rarer C0 controls are not looked for: a line holding
-    one is matched with it in place."""
-    return data.isascii() and not any(byte in data for byte in _REWRITTEN)
+    """Printable ASCII, tabs and line ends only: the bytes of an ordinary log, which are its
+    :func:`to_text`, so a search can match them as they are (a check at ~3 GB/s, no decoding).
+    Any other control character (an escape, ``\r``, a backspace, ``\x01`` ...) is rewritten or
+    removed by to_text."""
+    if not data.isascii() or b"\x1b" in data or b"\r" in data:  # a memchr finds the usual ones at once
+        return False
+    return not data.translate(None, _PLAIN_TEXT)
 
 
 def to_text(data: bytes) -> str:
