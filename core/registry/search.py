@@ -5,14 +5,14 @@ Lines are numbered as `read_log` numbers them (line 0 = the first retained line;
 ``\\n`` in the raw bytes; each line's text has ANSI stripped and ``\\r`` redraws collapsed), so
 a match's ``line_no`` is the ``offset`` to read around it. :func:`blocks` reads the log in
 blocks of whole lines (1 MiB) through one pinned snapshot; :func:`block_hits` gives each block
-to the pattern once (core/registry/userregex.py): a block of plain ASCII (no escape sequence, ``\\r``,
-backspace, NUL, BEL or DEL) is searched as it is by RE2 over the whole block (a literal run of
-the pattern first, from its rarest byte); a block of coloured text only (UTF-8, CSI sequences:
-colours, erases, cursor moves; a terminal's ``\r\n`` line ends) by the pattern's literal first,
-with those sequences allowed between its characters (core/registry/colourfind.py), converting
-only the lines that hold it;
-a PTY job's plain lines, for a pattern without a literal, with each line's last ``\r`` taken
-out; any other block as its text. Line numbers come from
+to the pattern once (core/registry/userregex.py): a plain block (printable ASCII, tabs and line
+ends only: its bytes are its text) is searched as it is by RE2 over the whole block (a literal
+run of the pattern first, from its rarest byte); a block of coloured text (UTF-8, CSI
+sequences: colours, erases, cursor moves; a terminal's ``\r\n`` line ends) by the pattern's
+literal first, with those sequences allowed between its characters, converting only the lines
+that hold it and the few that are more than that (core/registry/colourfind.py); a PTY job's
+plain lines, for a pattern without a literal, with each line's last ``\r`` taken out; any
+other block as its text. Line numbers come from
 the counts of line ends kept next to the log (core/supervisor/linecounts.py), only for the blocks that
 hold a match to return; the lines around a match are read from its block (or from the log, at
 a block's edge). The dashboard's ``&`` filter runs on the same functions.
@@ -115,7 +115,7 @@ def block_hits(regex: UserRegex, block: Block, plain: bool = False,
     candidates = regex.coloured_lines(data, end)
     if candidates is not None:  # coloured text: only the lines that hold the pattern's literal
         return _matching(regex, block, candidates, limit)
-    if b"\r\n" in data:  # a terminal's lines (a PTY job): plain once each line's last \r is gone?
+    if b"\r\n" in data:  # a terminal's lines (a PTY job): plain once each line's last \r is gone
         text = data[:end].replace(b"\r\n", b"\n")  # ~0.5 GB/s
         if looks_plain(text):
             found, more = regex.line_starts(text, len(text), limit)
