@@ -91,7 +91,8 @@ def test_pty_submit_and_the_screen_of_a_repl(box):
     sid = box.spawn("python3 -i", pty=True, rows=20, cols=70)["session_id"]
     assert box.wait(sid, timeout=30, until="output:>>> ")["status"] == "running"
     assert box.submit(sid, "print(6 * 7)")["status"] == "ok"
-    wait_until(lambda: "42" in box.read_log(sid)["output"], timeout=20)
+    # the answer and the next prompt: a screen taken before the prompt came had its cursor on "42"
+    wait_until(lambda: box.read_log(sid)["output"].endswith("42\n>>> "), timeout=20)
     shown = box.screen(sid)
     assert shown["status"] == "running" and (shown["rows"], shown["cols"]) == (20, 70), shown
     assert ">>> print(6 * 7)" in shown["lines"] and "42" in shown["lines"], shown["lines"]
