@@ -138,13 +138,11 @@ class TreeScreen(ModalScreen[None]):
         title.append(f"  {safe_line(job.command)[:80]}")
         if job.host:
             title.append(f"  on {self.host_name or job.host}", style="bold")
+        title.no_wrap, title.overflow = True, "ellipsis"  # a long word is cut, not wrapped out of sight
         with Vertical():
             yield Label(title, classes="title")
             yield Static("reading…", id="tree-summary")
-            table: DataTable = DataTable(cursor_type="row", zebra_stripes=True, id="tree-table")
-            for key, label, width in _COLUMNS:
-                table.add_column(label, key=key, width=width)
-            yield table
+            yield DataTable(cursor_type="row", zebra_stripes=True, id="tree-table")
             yield Static(Text("k kills a process (asks first) · s sends it a signal · live, once a second · "
                               "Esc closes", style="dim"), id="tree-hint")
 
@@ -209,12 +207,16 @@ class TreeScreen(ModalScreen[None]):
         cells = [self._cells(r, prefix, room) for r, prefix in zip(rows, tree_prefixes(rows), strict=True)]
         if keys == self._keys:
             for key, new, old in zip(keys, cells, self._cells_shown, strict=True):
-                for (col, _label, width), value, before in zip(_COLUMNS, new, old, strict=True):
-                    if value != before:  # a command that grew (an exec) widens its column
-                        table.update_cell(key, col, value, update_width=width is None)
+                for (col, _label, _width), value, before in zip(_COLUMNS, new, old, strict=True):
+                    if value != before:
+                        table.update_cell(key, col, value)
         else:
             current = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
-            table.clear()
+            # the command column as wide as the room its cells are cut to: never left as narrow as
+            # its header when its auto width was not measured again (a command that grew by exec)
+            table.clear(columns=True)
+            for col, label, width in _COLUMNS:
+                table.add_column(label, key=col, width=width or room)
             for key, row_cells in zip(keys, cells, strict=True):
                 table.add_row(*row_cells, key=key)
             if current in keys:
