@@ -10,9 +10,10 @@ and whole CSI sequences (``ESC [`` parameters, intermediates, a final byte: colo
 cursor moves, modes), the text of each line is its bytes without those sequences (and its last
 ``\r``), so a literal that every match holds (linefind.required_literals) is in a line's text
 exactly when it is in its bytes with CSI sequences between its characters. :class:`ColourFinder`
-searches that in RE2 and names the lines that hold it; only those are converted and matched by
-the whole pattern (core/registry/search.py). Any other block (a ``\r`` redraw, an OSC title, a
-C1 control) is converted whole.
+searches that in RE2 and names the lines that hold it, and the few lines that are more than
+that (a ``\r`` redraw, a backspace, a title, a C1 control, an escape that is not CSI: found
+byte by byte); only those are converted and matched by the whole pattern
+(core/registry/search.py). A block with a NUL, a DEL or a rarer C0 control is converted whole.
 
 Standard library and RE2 only.
 """
