@@ -30,7 +30,7 @@ import importlib
 import re
 from typing import Any
 
-__all__ = ["RUNS", "LineFinder", "newline_free", "parse", "required_literals"]
+__all__ = ["RUNS", "LineFinder", "best_choice", "newline_free", "parse", "required_literals"]
 
 RUNS = "(?:^[^\\n]*(?:{})[^\\n]*(?:\\n|$))+"  # consecutive lines that each hold a match
 SAMPLE = 1 << 16  # bytes of the first block that rank the bytes of a literal
@@ -208,9 +208,14 @@ def _choices(items: Any, c: Any) -> list[list[bytes]]:
             choices += _choices(arg[3].data, c)
         elif op is c.BRANCH:
             each = [_choices(branch.data, c) for branch in arg[1]]
-            if all(each):  # one choice of each branch (its shortest literal the longest), all its literals
-                choices.append([lit for alts in each for lit in max(alts, key=lambda alt: min(map(len, alt)))])
+            if all(each):  # the literals of one choice of each branch
+                choices.append([lit for alts in each for lit in best_choice(alts)])
     return choices
+
+
+def best_choice(choices: list[list[bytes]]) -> list[bytes]:
+    """Of required_literals' entries, the one whose shortest literal is the longest."""
+    return max(choices, key=lambda choice: min(map(len, choice)))
 
 
 def newline_free(parsed: Any) -> bool:

@@ -90,8 +90,8 @@ def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pat
         literals = linefind.required_literals(parsed)
         regex.finder = linefind.LineFinder(_re2_compile(pattern, ignore_case, lines=True), runs, literals,
                                            _re2_module())
-        if literals:  # the choice whose shortest literal is longest
-            regex.colours = ColourFinder(max(literals, key=lambda choice: min(map(len, choice))), _re2_module())
+        if literals:
+            regex.colours = ColourFinder(linefind.best_choice(literals), _re2_module())
     return regex
 
 
