@@ -132,8 +132,10 @@ def test_hot_queries_start_without_typer_or_the_spawn_code(home, jobs):
         assert proc.returncode == 0, proc.stderr
         modules = {row.split("|")[-1].strip() for row in proc.stderr.splitlines() if "|" in row}
         for heavy in ("typer", "click", "rich", "textual", "dataclasses", "hermes_procs.core.registry.redact",
-                      "hermes_procs.core.supervisor.template", "subprocess", "socket", "shutil", "base64"):
+                      "hermes_procs.core.supervisor.template", "subprocess", "socket", "shutil", "base64",
+                      "datetime", "threading", "shlex", "weakref", "hermes_procs.core.registry.screen"):
             assert not any(m == heavy or m.startswith(heavy + ".") for m in modules), (line, heavy)
+        assert ("hermes_procs.core.registry.search" in modules) == (line[0] == "search"), line
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "hermes_procs", "poll", done, "--bogus"],
                           capture_output=True, text=True, timeout=30, env=dict(os.environ, HERMES_PROCS_HOME=str(home)))
     modules = {row.split("|")[-1].strip() for row in proc.stderr.splitlines() if "|" in row}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+from datetime import datetime, timezone
+
 import pytest
 
-from hermes_procs.core.registry.model import JobInfo, Outcome, Signal, Status, parse_time, shell_exit_code
+from hermes_procs.core.registry.model import JobInfo, Outcome, Signal, Status, iso_time, parse_time, shell_exit_code
 
 
 def job(**fields) -> JobInfo:
@@ -57,6 +60,25 @@ def test_parse_time():
     assert parse_time("yesterday", default=-1) == -1
     assert parse_time(None) == 0.0 and parse_time(True) == 0.0
     assert job(started_at="1970-01-01T00:00:10Z").started == 10.0
+
+
+def test_times_without_datetime_agree_with_datetime():
+    """iso_time and parse_time's own reading of its form (neither loads `datetime`) say what
+    `datetime` says: on random instants from year 1 to 9999, and on texts it refuses."""
+    rng = random.Random(26)
+    for _ in range(20_000):
+        epoch = rng.choice([rng.uniform(-62135596800, 253402300799), rng.uniform(0, 4e9)])
+        text = iso_time(epoch)
+        assert text == datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+        assert parse_time(text) == datetime.fromisoformat(text).timestamp()
+    for text in ["2026-02-29T00:00:00+00:00", "1900-02-29T00:00:00+00:00", "2026-04-31T00:00:00+00:00",
+                 "2026-13-01T00:00:00+00:00", "2026-01-01T24:00:00+00:00", "2026-01-01T00:00:60+00:00",
+                 "0000-01-01T00:00:00+00:00", "\u0662\u0660\u0662\u0666-01-01T00:00:00+00:00", "+026-01-01T00:00:00+00:00"]:
+        with pytest.raises(ValueError):
+            datetime.fromisoformat(text)
+        assert parse_time(text, default=-1.0) == -1.0, text
+    assert parse_time("2000-02-29T23:59:59Z") == 951868799.0
+    assert parse_time("2026-01-01t00:00:00+01:00") == 1767222000.0  # not its form: datetime reads it
 
 
 @pytest.mark.parametrize("text", ["TERM", "term", "SIGTERM", " sigterm ", "15", 15])

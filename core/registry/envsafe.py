@@ -9,7 +9,6 @@ a private key. $HERMES_PROCS_ENV_PASSTHROUGH names variables to pass anyway.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
 
 PASS_THROUGH_ENV = "HERMES_PROCS_ENV_PASSTHROUGH"
@@ -51,5 +50,8 @@ def child_env(overrides: Mapping[str, object] | None = None, pty: bool = False,
 def shell_argv(command: str) -> list[str]:
     """How the command runs: `bash -c COMMAND`, or $HERMES_PROCS_SHELL (e.g. "zsh -c")."""
     configured = os.environ.get("HERMES_PROCS_SHELL")
-    prefix = shlex.split(configured) if configured else ["/bin/bash", "-c"]
-    return [*prefix, command]
+    if not configured:
+        return ["/bin/bash", "-c", command]
+    import shlex  # only for this setting: ~0.5 ms of a CLI query's start otherwise
+
+    return [*shlex.split(configured), command]

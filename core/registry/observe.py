@@ -14,9 +14,6 @@ from . import events, leases, listindex, logstore, processes, protocol
 from .base import MAX_LOG_BYTES, UNSUPERVISED, BadInput, RegistryBase, _outcome_fields, _safe
 from .jobstate import CorruptJob, Job, load
 from .paths import job_inodes, open_nofollow
-from .screen import render as render_screen
-from .screen import source as screen_source
-from .search import Collector, search_log
 from .userregex import compile_user
 
 if TYPE_CHECKING:
@@ -274,6 +271,9 @@ class Observing(RegistryBase):
     def screen(self, session_id: str, raw: bool = False) -> dict[str, Any]:
         """A PTY job's terminal screen as text (core/registry/screen.py); `raw`: instead of `lines`,
         `data`, the bytes that draw it (a remote host's answer: its client draws them)."""
+        from .screen import render as render_screen  # these two load on first use: a CLI query
+        from .screen import source as screen_source  # (`hermes-procs poll`) needs neither
+
         job = self._job(session_id)
         if not job.meta.get("pty"):
             raise BadInput(f"{job.session_id} runs on pipes, not in a terminal: screen needs a job started "
@@ -294,6 +294,8 @@ class Observing(RegistryBase):
         `session_id` is None (core/registry/search.py). The pattern runs in RE2 or in a worker process with
         a deadline (core/registry/userregex.py); the answer holds at most MAX_ANSWER_CHARS characters of
         lines (`truncated` and a `note` say when it was capped)."""
+        from .search import Collector, search_log
+
         regex = compile_user(pattern)  # the worker process, if any, starts with the first match
         if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 100:
             raise BadInput(f"context must be a whole number of lines from 0 to 100, not {context!r}")

@@ -32,10 +32,9 @@ import os
 import re
 import select
 import sys
-import threading
 import time
 import warnings
-import weakref
+from _thread import allocate_lock  # threading's Lock; `threading` costs a CLI query ~1.5 ms
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -135,7 +134,7 @@ class UserRegex:
         self._worker: Optional[_Worker] = None
         self.finder: Optional[linefind.LineFinder] = None  # RE2 over raw bytes, line by line
         self.colours: Optional[ColourFinder] = None  # RE2 over coloured bytes, for the literal
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._aborted = False
 
     @property
@@ -230,6 +229,7 @@ class _Worker:
         self.timeout = regex_timeout()
         self.failed: PatternError | None = None
         import subprocess  # here: only a pattern RE2 refuses starts a worker
+        import weakref
 
         self.proc = subprocess.Popen(
             [sys.executable or "python3", "-I", "-S", str(WORKER), str(self.timeout)],

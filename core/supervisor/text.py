@@ -249,8 +249,13 @@ def last_chars(data: bytes, n: int) -> str:
 # --- the sanitiser for text a job controls ------------------------------------------------
 
 _BIDI = "\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "\ud800-\udfff]")
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f" + _BIDI + "\u2028\u2029\ud800-\udfff]")  # json escapes C0 itself
+
+
+@functools.cache  # compiled on first use (~0.8 ms each): a CLI query prints with one of the two
+def _unsafe(in_json: bool) -> re.Pattern[str]:
+    if in_json:  # json escapes C0 itself
+        return re.compile("[\x7f-\x9f" + _BIDI + "\u2028\u2029\ud800-\udfff]")
+    return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -262,7 +267,7 @@ def safe_text(text: str) -> str:
     """``text`` fit for a terminal: every character that could act on one (C0 but tab and
     newline, DEL, C1, bidi overrides and isolates, lone surrogates) shown as its escape,
     ``"\\x1b"``, ``"\\u202e"``; everything else, and so every ordinary text, unchanged."""
-    return _UNSAFE.sub(_escape, text)
+    return _unsafe(in_json=False).sub(_escape, text)
 
 
 def safe_line(text: str) -> str:
@@ -291,7 +296,7 @@ def safe_json(value: Any) -> str:
     """``value`` as one JSON document that decodes to exactly ``value`` and holds no character
     a terminal could act on: C0 (by the json module), DEL, C1, bidi controls, U+2028/U+2029 and
     lone surrogates are ``\\uXXXX`` escapes.  Other text stays readable (no ``ensure_ascii``)."""
-    return _UNSAFE_IN_JSON.sub(_json_escape, json.dumps(value, ensure_ascii=False, default=str))
+    return _unsafe(in_json=True).sub(_json_escape, json.dumps(value, ensure_ascii=False, default=str))
 
 
 def one_line(message: str) -> str:
