@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -69,11 +69,12 @@ def test_times_without_datetime_agree_with_datetime():
     for _ in range(20_000):
         epoch = rng.choice([rng.uniform(-62135596800, 253402300799), rng.uniform(0, 4e9)])
         text = iso_time(epoch)
-        assert text == datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+        assert text == datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
         assert parse_time(text) == datetime.fromisoformat(text).timestamp()
     for text in ["2026-02-29T00:00:00+00:00", "1900-02-29T00:00:00+00:00", "2026-04-31T00:00:00+00:00",
                  "2026-13-01T00:00:00+00:00", "2026-01-01T24:00:00+00:00", "2026-01-01T00:00:60+00:00",
-                 "0000-01-01T00:00:00+00:00", "\u0662\u0660\u0662\u0666-01-01T00:00:00+00:00", "+026-01-01T00:00:00+00:00"]:
+                 "0000-01-01T00:00:00+00:00", "\u0662\u0660\u0662\u0666-01-01T00:00:00+00:00",
+                 "+026-01-01T00:00:00+00:00"]:
         with pytest.raises(ValueError):
             datetime.fromisoformat(text)
         assert parse_time(text, default=-1.0) == -1.0, text
