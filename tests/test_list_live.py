@@ -73,6 +73,22 @@ def test_the_tree_walk_with_stat_fields_finds_what_tree_finds(registry):
     assert _row(registry.list(), sid)["process_count"] == 4
 
 
+def test_a_new_job_builds_one_row_and_keeps_the_others(registry):
+    """A job that starts among finished ones: the sampler builds its row and keeps every other
+    JobRow object (a new job moves no row's age), and the newest sort still puts it first."""
+    done = [registry.spawn(f"echo {i}")["session_id"] for i in range(3)]
+    for sid in done:
+        registry.wait(sid, timeout=30)
+    sampler = Sampler(registry, target=None)
+    before = {r.session_id: r for r in sampler.sample().jobs}
+    new = registry.spawn("sleep 30")["session_id"]
+    after = sampler.sample().jobs
+    assert [r.session_id for r in after] == [new, *reversed(done)]  # the list: newest first
+    assert all(after[i + 1] is before[sid] for i, sid in enumerate(reversed(done)))
+    assert max(r.age for r in after) == after[0].age and sorted(r.age for r in after) == [0, 1, 2, 3]
+    registry.kill(new)
+
+
 def test_the_sampler_rereads_the_rows_on_screen_and_the_rest_on_a_change(registry, tmp_path):
     on_command, on_flag = _gate(tmp_path, "shown")
     off_command, off_flag = _gate(tmp_path, "hidden")
@@ -146,7 +162,7 @@ async def test_the_table_builds_cells_only_when_their_text_changes(registry):
         table = app.query_one(JobsTable)
         row = JobRow(session_id="proc_0123456789ab", name="", command="sleep 600", cwd="/", pid=42, pty=False,
                      status="running", label="running", exit_code=None, started=1.0e9, uptime=61.0, cpu=0.0,
-                     rss=1 << 20, silence=61.0, order=0)
+                     rss=1 << 20, silence=61.0, age=0)
         table.apply([row])
         cell = table.get_cell(row.session_id, "time")
         assert cell == "1m"

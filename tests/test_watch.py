@@ -37,6 +37,20 @@ def test_new_job_and_exit_wake_the_watch(registry, home, pushed):
         _until_woken(watch, lambda: registry.poll(sid)["status"] == "exited")
 
 
+def test_a_staged_job_folder_wakes_the_watch_once_it_is_in_place(registry, home):
+    """A spawn makes its job folder as `jobs/.new-ID` and renames it into place: a wake-up at
+    the first would have the dashboard list the jobs before the new one is there, and the
+    next look comes only after the watch's gap."""
+    with HomeWatch(home) as watch:
+        assert watch.pushed
+        staged = home / "jobs" / ".new-proc_0123456789ab"
+        staged.mkdir()
+        (staged / "meta.json").write_text("{}")
+        assert watch.wait(timeout=0.3) is False
+        staged.rename(home / "jobs" / "proc_0123456789ab")
+        assert watch.wait(timeout=5) is True
+
+
 def test_output_does_not_wake_the_watch(registry, home):
     # the job waits for input first (its awaiting_input event is a real change: let it pass),
     # then only prints: 20,000 lines of output are no change of state

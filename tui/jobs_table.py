@@ -326,18 +326,18 @@ class JobsTable(DataTable):
             return (0,)
         mode = self.sort_mode
         if mode == "newest":
-            return (row.order,)
+            return (-row.age,)
         if mode == "oldest":
-            return (-row.order,)
+            return (row.age,)
         if mode == "cpu":  # running jobs first: a finished one uses no CPU, whatever it last used
-            return (not row.running, -(row.cpu or 0.0), row.order)
+            return (not row.running, -(row.cpu or 0.0), -row.age)
         if mode == "memory":
-            return (not row.running, -(row.rss or 0), row.order)
+            return (not row.running, -(row.rss or 0), -row.age)
         if mode == "quiet":
-            return (-(row.silence if row.silence is not None else -1), row.order)
+            return (-(row.silence if row.silence is not None else -1), -row.age)
         if mode == "status":
-            return (_status_rank(row), row.order)
-        return (row.title.lower(), row.order)
+            return (_status_rank(row), -row.age)
+        return (row.title.lower(), -row.age)
 
     def resort(self, keep: str | None = None) -> None:
         if not self.row_count:

@@ -60,7 +60,7 @@ class JobRow:
     silence: float | None = None  # seconds since the last output (running jobs)
     waiting: bool = False
     output_bytes: int | None = None  # every byte of output so far (the sparklines' output rate)
-    order: int = 0  # position in registry.list() (newest first)
+    age: int = 0  # its place in registry.list() counted from the oldest job (0): a new job moves no row
     host: str = ""  # "" = this machine, else the remote host's label (core/remote/hosts.py)
     unreachable: bool = False  # its host cannot be reached now: the row is the last one known
     rerun_of: str = ""  # the job this one is a rerun of (registry.restart), else ""
@@ -146,7 +146,7 @@ class Sampler(threading.Thread):
         self._last_stamp: tuple[int, ...] | None = None
         self._last_list_at = 0.0
         self._last_full_at = 0.0
-        self._rows: dict[str, tuple[dict[str, Any], int, JobRow]] = {}  # id -> (list row, order, JobRow)
+        self._rows: dict[str, tuple[dict[str, Any], int, JobRow]] = {}  # id -> (list row, age, JobRow)
         self.on_screen: frozenset[str] = frozenset()  # ids of the rows the table shows (the app sets it)
         remotes = getattr(registry, "remotes", None)  # a HostSet's remote hosts (core/remote/hosts.py)
         self._remotes: dict = remotes if isinstance(remotes, dict) else {}
@@ -314,19 +314,24 @@ class Sampler(threading.Thread):
             return stamp
 
     def _rows_of(self, jobs: list[dict[str, Any]]) -> list[JobRow]:
-        """JobRows of the list rows; a row dict seen at the last sample keeps its JobRow."""
+        """JobRows of the list rows (newest first); a row dict equal to the one of the last
+        sample, at the same age, keeps its JobRow: a job that starts among hundreds builds one
+        row, not hundreds (~50 us each)."""
         kept, out = self._rows, []
         self._rows = {}
-        for order, job in enumerate(jobs):
-            sid = job.get("session_id", "")
+        for index, job in enumerate(jobs):
+            age, sid = len(jobs) - 1 - index, job.get("session_id", "")
             hit = kept.get(sid)
-            row = hit[2] if hit is not None and hit[0] is job and hit[1] == order else self._row(job, order)
-            self._rows[sid] = (job, order, row)
+            if hit is not None and hit[1] == age and (hit[0] is job or hit[0] == job):
+                row = hit[2]
+            else:
+                row = self._row(job, age)
+            self._rows[sid] = (job, age, row)
             out.append(row)
         return out
 
     @staticmethod
-    def _row(job: dict[str, Any], order: int = 0) -> JobRow:
+    def _row(job: dict[str, Any], age: int = 0) -> JobRow:
         """The row of a list row; the text a job controls (name, command, cwd) through the one
         sanitiser, so no widget, toast, dialog or copy shows its escapes raw."""
         running = job.get("status") == "running"
@@ -348,7 +353,7 @@ class Sampler(threading.Thread):
             silence=job.get("quiet_seconds") if running else None,
             waiting=bool(job.get("awaiting_input")) and running,
             output_bytes=job.get("output_bytes"),
-            order=order,
+            age=age,
             host=job.get("host") or "",
             unreachable=unreachable,
             rerun_of=job.get("rerun_of") or "",

@@ -69,13 +69,13 @@ class StackGroups:
                 hidden.add(row.session_id)
             rows.append(row)
         for name, stack in self.stacks.items():
-            header = self._header(stack, members[name], len(jobs))
+            header = self._header(stack, members[name])
             rows.append(header)
             if self.only and name != self.only:
                 hidden.add(header.session_id)
         return rows, groups, hidden
 
-    def _header(self, stack: dict[str, Any], members: list[JobRow], last: int) -> JobRow:
+    def _header(self, stack: dict[str, Any], members: list[JobRow]) -> JobRow:
         name = stack["stack"]
         jobs = stack.get("jobs") or []
         ready = sum(j.get("state") in ("ready", "exited") for j in jobs)
@@ -93,7 +93,7 @@ class StackGroups:
             uptime=max((m.uptime for m in members), default=0.0),
             cpu=sum(m.cpu or 0.0 for m in running) if running else None,
             rss=sum(m.rss or 0 for m in running) if running else None,
-            waiting=any(m.waiting for m in members), order=min((m.order for m in members), default=last),
+            waiting=any(m.waiting for m in members), age=max((m.age for m in members), default=-1),
             stack=name, restarts=restarts)
 
     def toggle(self, stack: str) -> None:

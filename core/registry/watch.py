@@ -33,7 +33,9 @@ IN_MOVE_SELF = 0x800
 IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
 _HOME_MASK = IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
-_JOBS_MASK = IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF
+# no IN_CREATE: a job folder appears by a rename; a wake-up when its staged copy is made
+# (`.new-ID`) would have a reader list the jobs before the new one is there
+_JOBS_MASK = IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF
 
 
 class HomeWatch:
