@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -80,6 +81,21 @@ def test_times_without_datetime_agree_with_datetime():
         assert parse_time(text, default=-1.0) == -1.0, text
     assert parse_time("2000-02-29T23:59:59Z") == 951868799.0
     assert parse_time("2026-01-01t00:00:00+01:00") == 1767222000.0  # not its form: datetime reads it
+
+
+def test_a_time_without_an_offset_follows_the_time_zone(monkeypatch):
+    """parse_time's answers are cached; a local time's answer changes with the time zone."""
+    try:
+        monkeypatch.setenv("TZ", "UTC0")
+        time.tzset()
+        utc = parse_time("2026-01-01T00:00:00")
+        monkeypatch.setenv("TZ", "JST-9")  # a POSIX zone: no tzdata needed
+        time.tzset()
+        assert utc - parse_time("2026-01-01T00:00:00") == 9 * 3600
+        assert parse_time("2026-01-01T00:00:00Z") == utc
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 @pytest.mark.parametrize("text", ["TERM", "term", "SIGTERM", " sigterm ", "15", 15])

@@ -131,13 +131,13 @@ def parse_time(value: object, default: float = 0.0) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str) and 0 < len(value) <= 64:  # no ISO 8601 time is longer
-        seconds = _iso_seconds(value)
+        seconds = _iso_seconds(value, time.tzname)  # a time without an offset is local time
         return default if seconds is None else seconds
     return default
 
 
 @functools.lru_cache(maxsize=4096)  # the dashboard reads every row's time at every sample
-def _iso_seconds(text: str) -> float | None:
+def _iso_seconds(text: str, zone: tuple[str, str]) -> float | None:
     text = text.replace("Z", "+00:00")
     seconds = _utc_seconds(text)
     if seconds is not None:
