@@ -1,5 +1,7 @@
 """Bad input and damaged state: clear one-line errors, nothing touched outside the home."""
 
+import json
+
 import pytest
 from conftest import supervisor_gone
 
@@ -72,6 +74,26 @@ def test_corrupt_folders_do_not_break_listing(registry, home):
     assert registry.poll("proc_aaaaaaaaaaaa")["status"] == "error"
     assert registry.prune(keep_count=0)["pruned"] == 1
     assert bad_json.exists()
+
+
+@pytest.mark.parametrize("value", [1e300, -1e20, float("nan"), "abc", [1], True, 5e11])
+def test_a_time_that_is_not_one_breaks_no_listing(registry, value):
+    """A start or exit time in a job's records that is no time (a damaged or hand-edited
+    file): that job shows when its folder was made, and list, poll and prune go on."""
+    jobs = [registry.spawn("true")["session_id"] for _ in range(2)]
+    for sid in jobs:
+        registry.wait(sid, timeout=10)
+        supervisor_gone(registry, sid)
+    damaged = registry.job_dir(jobs[0])
+    for name, key in (("proc.json", "started_at"), ("exit.json", "ended_at")):
+        record = json.loads((damaged / name).read_text())
+        record[key] = value
+        (damaged / name).write_text(json.dumps(record))
+    rows = {r["session_id"]: r for r in registry.list()}
+    assert set(jobs) <= set(rows)
+    assert rows[jobs[0]]["started_at"][:10] == rows[jobs[1]]["started_at"][:10]  # the same day
+    assert registry.poll(jobs[0])["status"] == "exited"
+    assert registry.prune(keep_count=0)["pruned"] == 2
 
 
 def test_truncated_exit_record(registry):

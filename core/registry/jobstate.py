@@ -61,7 +61,15 @@ class Job:
 
     @property
     def started_at(self) -> float:
-        return float((self.proc or {}).get("started_at") or self.meta.get("created_at") or 0)
+        """Epoch seconds: the supervisor's record, else when the job was made; 0 when neither
+        is a time (a damaged file must not break a listing of every job)."""
+        recorded = _epoch((self.proc or {}).get("started_at")) or _epoch(self.meta.get("created_at"))
+        return recorded or 0.0
+
+    @property
+    def ended_at(self) -> float | None:
+        """Epoch seconds of the recorded exit; None while running, or when it is not a time."""
+        return None if self.running else _epoch(self.outcome.get("ended_at"))
 
     @property
     def outcome(self) -> dict[str, Any]:
@@ -73,8 +81,7 @@ class Job:
         return {"exit_code": None, "signal": None, "completion_reason": "lost", "ended_at": None}
 
     def uptime(self) -> float:
-        end = self.outcome.get("ended_at") if not self.running else None
-        return round(max(0.0, (end or time.time()) - self.started_at), 3)
+        return round(max(0.0, (self.ended_at or time.time()) - self.started_at), 3)
 
     def started_iso(self) -> str:
         return iso_time(self.started_at)
@@ -187,3 +194,13 @@ def _reread_exit(jobdir: Path) -> dict[str, Any] | None:
         return read_json(jobdir / "exit.json")
     except ValueError:
         return None
+
+
+LATEST = 253402300799.0  # 9999-12-31T23:59:59Z: the last instant an ISO 8601 time shows
+
+
+def _epoch(value: object) -> float | None:
+    """`value` as epoch seconds when it is a time from 1970 to year 9999, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= LATEST:
+        return None  # NaN fails the range test too
+    return float(value)

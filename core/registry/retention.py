@@ -52,7 +52,7 @@ def _finished(jobs_dir: Path) -> list[tuple[float, str]]:
         except CorruptJob:
             continue  # damaged folders are shown, never silently deleted
         if not job.running and not job.supervisor_alive:
-            finished.append((job.outcome.get("ended_at") or job.started_at, session_id))
+            finished.append((job.ended_at or job.started_at, session_id))
     finished.sort(reverse=True)
     return finished
 
