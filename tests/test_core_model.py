@@ -60,6 +60,9 @@ def test_parse_time():
     assert parse_time(12.5) == 12.5
     assert parse_time("yesterday", default=-1) == -1
     assert parse_time(None) == 0.0 and parse_time(True) == 0.0
+    for number in (1e300, -1e300, float("nan"), float("inf"), 253402300800):  # no time: no crash later
+        assert parse_time(number, default=-1) == -1
+    assert parse_time(-62135596800) == -62135596800.0 and parse_time(253402300799) == 253402300799.0
     assert job(started_at="1970-01-01T00:00:10Z").started == 10.0
 
 

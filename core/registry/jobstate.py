@@ -13,12 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from ..supervisor import proctree
-from .model import iso_time
+from .model import LATEST, iso_time
 from .paths import read_json
 
 
 class CorruptJob(Exception):
     """A job folder whose files cannot be read as they should be."""
+
+
+def _epoch(value: object) -> float | None:
+    """`value` as epoch seconds when it is a time from 1970 to year 9999, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= LATEST:
+        return None  # NaN fails the range test too
+    return float(value)
 
 
 class Job:
@@ -194,13 +201,3 @@ def _reread_exit(jobdir: Path) -> dict[str, Any] | None:
         return read_json(jobdir / "exit.json")
     except ValueError:
         return None
-
-
-LATEST = 253402300799.0  # 9999-12-31T23:59:59Z: the last instant an ISO 8601 time shows
-
-
-def _epoch(value: object) -> float | None:
-    """`value` as epoch seconds when it is a time from 1970 to year 9999, else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= LATEST:
-        return None  # NaN fails the range test too
-    return float(value)

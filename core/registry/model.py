@@ -124,12 +124,17 @@ def shell_exit_code(exit_code: object) -> int:
     return 128 - exit_code if exit_code < 0 else exit_code & 0xFF
 
 
+EARLIEST = -62135596800.0  # 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the instants an
+LATEST = 253402300799.0  # ISO 8601 time can show (and time.localtime can take)
+
+
 def parse_time(value: object, default: float = 0.0) -> float:
-    """Epoch seconds from an epoch number or an ISO 8601 string (``Z`` allowed); else default."""
+    """Epoch seconds from an epoch number or an ISO 8601 string (``Z`` allowed) of a time from
+    year 1 to 9999; else default."""
     if isinstance(value, bool):
         return default
     if isinstance(value, (int, float)):
-        return float(value)
+        return float(value) if EARLIEST <= value <= LATEST else default  # NaN fails the test too
     if isinstance(value, str) and 0 < len(value) <= 64:  # no ISO 8601 time is longer
         seconds = _iso_seconds(value, time.tzname)  # a time without an offset is local time
         return default if seconds is None else seconds
@@ -138,6 +143,7 @@ def parse_time(value: object, default: float = 0.0) -> float:
 
 @functools.lru_cache(maxsize=4096)  # the dashboard reads every row's time at every sample
 def _iso_seconds(text: str, zone: tuple[str, str]) -> float | None:
+    """`text` as epoch seconds, or None; `zone` (time.tzname) is there for the cache's key."""
     text = text.replace("Z", "+00:00")
     seconds = _utc_seconds(text)
     if seconds is not None:
