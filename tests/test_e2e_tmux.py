@@ -64,3 +64,20 @@ def test_dashboard_in_tmux(registry, home, alive, tmux):
     tmux.wait_screen(lambda t: "e2e-repl" not in t, what="the app closing")
     assert registry.poll(repl)["status"] == "running"
     assert registry.poll(pipe)["status"] == "running"
+
+
+def test_a_row_that_changes_is_redrawn_alone(registry, home, alive, tmux):
+    """A job's cells that change (its status, when it ends) are redrawn on the terminal without
+    a redraw of the whole table (tui/jobs_table.py `_set_cell`), also when the job is not the
+    selected one and nothing else on screen moves."""
+    waiting = registry.spawn("read line", name="e2e-waits")["session_id"]
+    registry.spawn("sleep 120", name="e2e-newest")  # selected: the table starts on the newest
+    tmux.start(dashboard_command(home))
+    tmux.wait_screen(lambda t: "e2e-newest" in t and "e2e-waits" in t, what="the jobs")
+
+    def row(screen: str) -> str:
+        return next((line for line in screen.splitlines() if "e2e-waits" in line), "")
+
+    tmux.wait_screen(lambda t: "running" in row(t), what="the waiting job running")
+    registry.submit(waiting, "go")
+    tmux.wait_screen(lambda t: "exited 0" in row(t), timeout=10, what="its row showing the exit")

@@ -19,6 +19,7 @@ from textual.cache import LRUCache
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from .sampler import JobRow
 from .stack_view import is_header, state_text
@@ -305,9 +306,22 @@ class JobsTable(DataTable):
         changed_order = False
         for col, new, prev in zip(COLUMNS[1:], cells[1:], old[1:], strict=True):
             if _differs(new, prev):
-                self.update_cell(sid, col.key, Text.from_markup(new) if col.key == "flags" else new)
+                self._set_cell(sid, col.key, Text.from_markup(new) if col.key == "flags" else new)
                 changed_order = changed_order or col.key in self._sort_columns()
         return changed_order
+
+    def _set_cell(self, sid: str, column: str, value: object) -> None:
+        """``update_cell`` that redraws the row's line only: DataTable's redraws every line of
+        the table (a running job's figures change every second; during a flood that was ~8 ms
+        of each frame). Its line caches are keyed on ``_update_count``, which still moves."""
+        row_key, column_key = RowKey(sid), ColumnKey(column)
+        row_index = self._row_locations.get(row_key)
+        if row_index is None or column_key not in self._column_locations:
+            self.update_cell(row_key, column_key, value)  # its error, as before
+            return
+        self._data[row_key][column_key] = value
+        self._update_count += 1
+        self.refresh_row(row_index)
 
     def _sort_columns(self) -> tuple[str, ...]:
         return {"status": ("status",), "name": ("name",), "cpu": ("cpu",), "memory": ("rss",),
