@@ -13,19 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ..supervisor import proctree
-from .model import LATEST, iso_time
+from .model import iso_time, parse_time
 from .paths import read_json
 
 
 class CorruptJob(Exception):
     """A job folder whose files cannot be read as they should be."""
-
-
-def _epoch(value: object) -> float | None:
-    """`value` as epoch seconds when it is a time from 1970 to year 9999, else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= LATEST:
-        return None  # NaN fails the range test too
-    return float(value)
 
 
 class Job:
@@ -70,13 +63,12 @@ class Job:
     def started_at(self) -> float:
         """Epoch seconds: the supervisor's record, else when the job was made; 0 when neither
         is a time (a damaged file must not break a listing of every job)."""
-        recorded = _epoch((self.proc or {}).get("started_at")) or _epoch(self.meta.get("created_at"))
-        return recorded or 0.0
+        return parse_time((self.proc or {}).get("started_at")) or parse_time(self.meta.get("created_at"))
 
     @property
     def ended_at(self) -> float | None:
         """Epoch seconds of the recorded exit; None while running, or when it is not a time."""
-        return None if self.running else _epoch(self.outcome.get("ended_at"))
+        return None if self.running else parse_time(self.outcome.get("ended_at")) or None
 
     @property
     def outcome(self) -> dict[str, Any]:
