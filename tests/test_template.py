@@ -43,6 +43,10 @@ def _spares(home) -> list[int]:
 
 
 def _named(home, comm_name: bytes) -> list[int]:
+    """Live session leaders of `home` named `comm_name`. Name, state and session come from one
+    read of /proc/PID/stat: a child forked by the template is named like it until it renames
+    itself and then leads a session of its own, and reading its name and its session apart
+    could catch it between the two."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -50,12 +54,12 @@ def _named(home, comm_name: bytes) -> list[int]:
         try:
             with open(f"/proc/{name}/cmdline", "rb") as fh:
                 argv = fh.read().split(b"\0")
-            with open(f"/proc/{name}/comm", "rb") as fh:
-                comm = fh.read().strip()
-        except OSError:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                head, tail = fh.read().split(b" (", 1)[1].rsplit(b")", 1)
+        except (OSError, ValueError):
             continue
-        if comm == comm_name and os.fsencode(home) in argv and pid_alive(int(name)) \
-                and _leads_session(int(name)):
+        state, _ppid, _pgrp, sid = tail.split()[:4]
+        if head == comm_name and os.fsencode(home) in argv and state not in (b"Z", b"X") and int(sid) == int(name):
             found.append(int(name))
     return found
 
@@ -70,13 +74,6 @@ def _warm(registry, home) -> int:
 
 def _supervisor(registry, job) -> int:
     return json.loads((registry.job_dir(job["session_id"]) / "proc.json").read_text())["supervisor_pid"]
-
-
-def _leads_session(pid: int) -> bool:
-    try:
-        return _ppid_sid(pid)[1] == pid
-    except OSError:
-        return False
 
 
 def _ppid_sid(pid: int) -> tuple[int, int]:

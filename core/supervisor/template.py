@@ -471,8 +471,13 @@ class _Server:
             self._serve()  # accepts nothing if the spare took it meanwhile
 
     def _serve(self) -> None:
-        _serve_one(self.listener, self.supervisor)
+        _serve_one(self.listener, self.supervisor, (self.lock_fd, self.alive_w))
         self.pending, self.last = None, time.monotonic()
+
+
+def _close(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _read_byte(fd: int) -> bytes:
@@ -519,12 +524,13 @@ def _start_spare(listener: socket.socket, alive_r: int, drop: tuple[int, ...], s
 def _be_spare(listener: socket.socket, taken_w: int, alive_r: int, drop: tuple[int, ...],
               supervisor: SupervisorModule) -> None:
     """In the forked child: detach now, wait for one request, then serve it as a supervisor. It
-    never holds the home's lock, and leaves as soon as the template does."""
+    never holds the home's lock, and leaves as soon as the template does (its `alive` pipe ends:
+    so no descendant of the template may keep the write end open, or a spare would serve
+    requests after its template was killed)."""
     code = 0
     try:
+        _close(drop)  # before the second fork: once the template dies, no process holds alive_w
         _detach(SPARE_NAME)
-        for fd in drop:
-            os.close(fd)
         conn = _accept_one(listener, alive_r)
         if conn is not None:
             os.write(taken_w, b"x")
@@ -552,8 +558,9 @@ def _accept_one(listener: socket.socket, alive_r: int) -> socket.socket | None:
             return None
 
 
-def _serve_one(listener: socket.socket, supervisor: SupervisorModule) -> None:
-    """No spare is ready: take the request here and fork a supervisor for it."""
+def _serve_one(listener: socket.socket, supervisor: SupervisorModule, drop: tuple[int, ...]) -> None:
+    """No spare is ready: take the request here and fork a supervisor for it (which closes the
+    template's fds `drop` first)."""
     try:
         conn, _ = listener.accept()
     except OSError:
@@ -565,7 +572,7 @@ def _serve_one(listener: socket.socket, supervisor: SupervisorModule) -> None:
             return
         pid = os.fork()
         if pid == 0:
-            _become_supervisor(conn, report_fd, request, supervisor)
+            _become_supervisor(conn, report_fd, request, supervisor, drop)
         os.waitpid(pid, 0)  # the intermediate child exits as soon as it has forked
     except Exception as exc:  # noqa: BLE001 - one bad request must not end the template
         _complain(f"hermes-procs template: {exc!r}")
@@ -624,10 +631,12 @@ def _well_formed(request: Any) -> bool:
 
 
 def _become_supervisor(conn: socket.socket, report_fd: int, request: dict[str, Any],
-                       supervisor: SupervisorModule) -> None:
-    """In the forked child: detach, then run the supervisor for the request."""
+                       supervisor: SupervisorModule, drop: tuple[int, ...]) -> None:
+    """In the forked child: close the template's fds `drop`, detach, then run the supervisor
+    for the request."""
     code = 1
     try:
+        _close(drop)
         _detach(SUPERVISOR_NAME)
         code = _run(conn, report_fd, request, supervisor)
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the template
