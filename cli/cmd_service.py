@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -53,7 +53,17 @@ def events_cmd(
 
 @app.command("prune")
 def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
-    """Delete finished jobs past retention (7 days or the newest 200). Running jobs are kept."""
+    """Delete finished jobs past retention (7 days or the newest 200), and stacks down for 7
+    days. Running jobs are kept."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).prune(), as_json,
-         lambda r: f"pruned {r['pruned']} finished job{'s' if r['pruned'] != 1 else ''}")
+    emit(registry(home).prune(), as_json, _pruned)
+
+
+def _pruned(result: dict[str, Any]) -> str:
+    """`pruned 3 finished jobs`, and the stacks removed: `, 1 stack long down (web)`."""
+    jobs = result["pruned"]
+    line = f"pruned {jobs} finished job{'s' if jobs != 1 else ''}"
+    stacks = result.get("pruned_stacks") or []
+    if stacks:
+        line += f", {len(stacks)} stack{'s' if len(stacks) != 1 else ''} long down ({', '.join(stacks)})"
+    return line

@@ -20,12 +20,15 @@ class Housekeeping(RegistryBase):
 
     @_safe
     def prune(self, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
-        """Delete finished jobs past retention (running jobs are kept).
+        """Delete finished jobs past retention (running jobs are kept), and the stacks down
+        for longer than keep_days.
 
-        Returns `ok` with pruned, pruned_ids, kept_finished, pruned_cursors."""
-        from .retention import prune
+        Returns `ok` with pruned, pruned_ids, kept_finished, pruned_cursors, pruned_stacks."""
+        from .retention import cutoff, prune
+        from .stacking import prune_stacks
 
-        return prune(self.jobs_dir, keep_days, keep_count)
+        result = prune(self.jobs_dir, keep_days, keep_count)
+        return {**result, "pruned_stacks": prune_stacks(self.home, cutoff(keep_days))}
 
     def _auto_prune(self) -> None:
         """Apply retention now and then: when an hour has passed since any registry on this

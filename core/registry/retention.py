@@ -38,6 +38,12 @@ def _setting(value: object, env: str, default: float) -> float:
     return math.inf if value > 1e308 else float(value)  # an int too big for a float: keep everything
 
 
+def cutoff(keep_days: float | None = None) -> float:
+    """The time before which a finished job (or a stack that is down) is past retention:
+    keep_days (else HERMES_PROCS_KEEP_DAYS, default 7) ago; -inf when kept for ever."""
+    return time.time() - _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS) * 86400
+
+
 def keep_count() -> float:
     """How many finished jobs retention keeps at most (HERMES_PROCS_KEEP_COUNT, default 200; inf: all)."""
     return _setting(None, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT)
@@ -59,30 +65,29 @@ def _finished(jobs_dir: Path) -> list[tuple[float, str]]:
 
 def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None = None) -> dict[str, Any]:
     """Delete finished jobs older than keep_days or beyond the newest keep_count finished ones."""
-    days = _setting(keep_days, "HERMES_PROCS_KEEP_DAYS", DEFAULT_KEEP_DAYS)
+    too_old = cutoff(keep_days)
     count = _setting(keep_count, "HERMES_PROCS_KEEP_COUNT", DEFAULT_KEEP_COUNT)
     finished = _finished(jobs_dir)
-    cutoff = time.time() - days * 86400  # -inf for an endless keep_days: nothing is too old
-    over = [sid for i, (ended, sid) in enumerate(finished) if i >= count and ended >= cutoff]
+    over = [sid for i, (ended, sid) in enumerate(finished) if i >= count and ended >= too_old]
     pending = events.undelivered_sessions(jobs_dir.parent) if over else set()
     doomed = [sid for i, (ended, sid) in enumerate(finished)
-              if ended < cutoff or (i >= count and sid not in pending)]
+              if ended < too_old or (i >= count and sid not in pending)]
     for session_id in doomed:
         shutil.rmtree(jobs_dir / session_id, ignore_errors=True)
     links = list_job_links(jobs_dir)
     for name in links:
         (jobs_dir / name).unlink(missing_ok=True)  # the link itself, never what it points to
     return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed),
-            "kept_undelivered": len(set(over) & pending), "removed_links": links, **_tidy(jobs_dir, cutoff)}
+            "kept_undelivered": len(set(over) & pending), "removed_links": links, **_tidy(jobs_dir, too_old)}
 
 
-def _tidy(jobs_dir: Path, cutoff: float) -> dict[str, Any]:
+def _tidy(jobs_dir: Path, too_old: float) -> dict[str, Any]:
     """Old and orphaned cursors and checkpoints go, then the event log is compacted."""
     home = jobs_dir.parent
     stale = events_compact.stale_consumers(home)
     for consumer in stale:
         events.forget(home, consumer)
-    cursors = len(stale) + events.prune_cursors(home, cutoff)
+    cursors = len(stale) + events.prune_cursors(home, too_old)
     jobs = set(list_job_ids(jobs_dir))
     checkpoints = compat_checkpoint.prune_orphans(home, lambda sid: sid in jobs and _running(jobs_dir / sid))
     tidied: dict[str, Any] = {"pruned_cursors": cursors, "pruned_checkpoints": checkpoints, "events_dropped_bytes": 0}

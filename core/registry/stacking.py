@@ -32,6 +32,8 @@ class StacksApi(Protocol):
 
     def job_id(self, home: Path, name: str) -> str: ...
 
+    def prune(self, home: Path, too_old: float) -> builtins.list[str]: ...
+
 
 _load: Callable[[], StacksApi] | None = None
 MISSING = "stacks are not available here (hermes-procs is not installed on this host)"
@@ -60,6 +62,15 @@ def _api() -> StacksApi:
         return _load()
     except ImportError:  # the code shipped to a host has no core/stacks/
         raise LookupError(MISSING) from None
+
+
+def prune_stacks(home: Path, too_old: float) -> builtins.list[str]:
+    """Remove the folders of the stacks that are down and have not changed since `too_old`
+    (prune's retention); their names ([] where stacks are not available)."""
+    try:
+        return _api().prune(home, too_old)
+    except LookupError:
+        return []
 
 
 class Stacking(RegistryBase):

@@ -32,6 +32,7 @@ from .store import (
     Lock,
     list_names,
     post,
+    prune_down,
     read_spec,
     read_state,
     stack_dir,
@@ -251,6 +252,11 @@ def stacks(registry: ProcessRegistry, name: str | None = None) -> list[dict[str,
     home = _local(registry)
     names = [name] if name else list_names(home)
     return [status(stack_dir(home, n)) for n in names]
+
+
+def prune(home: Path, too_old: float) -> list[str]:
+    """The registry's prune: the stacks down since before `too_old` go (store.prune_down)."""
+    return prune_down(home, too_old)
 
 
 def job_id(home: Path, name: str) -> str:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
 from typing import Any
 
 from .core_api import ensure_private_dir, open_nofollow, read_json, send, write_json_atomic
-from .model import StackError, check_name
+from .model import STACK_NAME, StackError, check_name
 
 STACKS = "stacks"
 
@@ -104,6 +105,35 @@ def supervisor_alive(folder: Path) -> bool:
     except OSError:
         return False
     return False
+
+
+def prune_down(home: Path, too_old: float) -> list[str]:
+    """Remove the folder of every stack that is down and whose state has not changed since
+    `too_old` (a time); their names. A stack being started (start.lock held) or supervised is
+    left alone."""
+    return [name for name in list_names(home)
+            if STACK_NAME.fullmatch(name) and _remove_if_down(stacks_dir(home) / name, too_old)]
+
+
+def _remove_if_down(folder: Path, too_old: float) -> bool:
+    try:
+        with Lock(folder / "start.lock", wait=False):  # no `up` or `restart` of it meanwhile
+            if supervisor_alive(folder) or ((read_state(folder) or {}).get("state") or "down") != "down":
+                return False
+            if _last_change(folder) >= too_old:
+                return False
+            shutil.rmtree(folder)
+            return True
+    except OSError:  # being started, or not ours to remove
+        return False
+
+
+def _last_change(folder: Path) -> float:
+    """When the stack's state was last written (its folder's time when it never was)."""
+    try:
+        return os.lstat(folder / "state.json").st_mtime
+    except FileNotFoundError:
+        return os.lstat(folder).st_mtime
 
 
 def post(folder: Path, request: dict[str, Any]) -> None:
