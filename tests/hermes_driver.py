@@ -362,8 +362,24 @@ def held_jobs(reg):
             "replaced_stock": stock.count_running() if stock is not None else None}
 
 
+def drop_stock_double(reg):
+    """Stock Hermes (spawn in tools/process_registry.py) starts a job's reader thread before it
+    files the session as running: a job that ends in between (seen on a loaded machine) is moved
+    to the finished ones by the reader, then filed as running for good, listed twice and counted
+    running for ever, in every later scenario. An upstream race, not the plugin's to copy: the
+    harness takes such a session out of stock's running ones."""
+    running, finished = getattr(reg, "_running", None), getattr(reg, "_finished", None)
+    if not (isinstance(running, dict) and isinstance(finished, dict)):
+        return  # the plugin's adapter
+    with reg._lock:
+        for sid in [sid for sid in running if sid in finished]:
+            running.pop(sid)
+            print("stock filed an ended job as running too (its spawn race):", sid, file=sys.stderr, flush=True)
+
+
 def clean_slate():
     """No job of an earlier scenario runs, and no event of one is pending."""
+    drop_stock_double(registry())
     registry().kill_all()
     time.sleep(0.5)
     # stock Hermes keeps a killed job among the running ones until its reader thread sees the
@@ -372,6 +388,7 @@ def clean_slate():
     deadline = time.monotonic() + 15
     while registry().count_running() and time.monotonic() < deadline:
         time.sleep(0.05)
+        drop_stock_double(registry())
     if registry().count_running():  # seen once with the plugin (1 full run in 12): say what is held
         print("still counted running after 15 s:", held_jobs(registry()), file=sys.stderr, flush=True)
     registry().drain_notifications(skip_poll_observed=False)
