@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -67,3 +68,45 @@ def test_prune_removes_only_the_stacks_down_for_longer_than_retention(stacks, ho
     assert result["status"] == "ok" and sorted(result["pruned_stacks"]) == ["recent", "starting"], result
     assert _names(stacks) == {"live"}
     assert stacks.prune(keep_days=0)["pruned_stacks"] == []
+
+
+def test_an_up_waiting_while_prune_removes_the_folder_starts_it_anew(stacks, home, tmp_path):
+    _up(stacks, tmp_path, "web")
+    assert stacks.down("web")["state"] == "down"
+    folder = stacks_dir(home) / "web"
+    lock = os.open(folder / "start.lock", os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # as prune holds it while it removes the folder
+    path = str(tmp_path / "web" / "hermes-procs.toml")
+    up = subprocess.Popen([sys.executable, "-m", "hermes_procs", "--home", str(home), "up", "-f", path],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # the up waits on start.lock
+        shutil.rmtree(folder)
+    finally:
+        os.close(lock)
+    out, err = up.communicate(timeout=60)
+    assert up.returncode == 0 and out.startswith("stack web: "), (out, err)
+    assert (folder / "spec.json").exists() and stacks.stacks("web")[0]["supervised"]
+
+
+def test_a_stack_whose_state_cannot_be_read_is_kept(stacks, home, tmp_path):
+    _up(stacks, tmp_path, "damaged")
+    assert stacks.down("damaged")["state"] == "down"
+    (stacks_dir(home) / "damaged" / "state.json").write_text("[]")
+    _age(home, "damaged", EIGHT_DAYS)
+    assert stacks.prune(keep_days=0)["pruned_stacks"] == []
+    assert (stacks_dir(home) / "damaged").is_dir()
+
+
+def test_a_planted_stacks_link_is_never_followed(registry, home, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "photos").mkdir(parents=True)
+    (elsewhere / "photos" / "a.jpg").write_text("precious")
+    registry.list()  # the home exists
+    os.symlink(elsewhere, stacks_dir(home))
+    result = registry.prune(keep_days=0)
+    assert result["status"] == "ok" and result["pruned_stacks"] == [], result
+    assert (elsewhere / "photos" / "a.jpg").read_text() == "precious"
+    assert sorted(os.listdir(elsewhere / "photos")) == ["a.jpg"]  # not even a lock file written there
+    listed = registry.stacks()
+    assert listed["status"] == "error" and "symbolic link" in listed["error"], listed

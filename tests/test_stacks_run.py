@@ -372,3 +372,17 @@ def test_a_port_held_by_another_process_fails_the_job_instead_of_making_it_ready
         assert jobs["api"]["state"] == "blocked" and jobs["api"]["session_id"] is None, jobs
     finally:
         holder.close()
+
+
+def test_down_right_after_up_stops_the_jobs(stacks, tmp_path):
+    """A supervisor handles SIGUSR1 before it says it runs: `up` and at once `down` (a script)
+    once killed it (SIGUSR1's default action), leaving the stack degraded and its jobs running."""
+    path = stack_file(tmp_path / "quick", """
+        [jobs.idle]
+        command = "sleep 300"
+        """)
+    for _ in range(3):
+        assert stacks.up(path)["status"] == "ok"
+        result = stacks.down("quick")
+        assert result["state"] == "down" and result["supervised"] is False, result
+        assert not [r for r in stacks.list() if r["status"] == "running"], stacks.list()

@@ -66,7 +66,10 @@ def _api() -> StacksApi:
 
 def prune_stacks(home: Path, too_old: float) -> builtins.list[str]:
     """Remove the folders of the stacks that are down and have not changed since `too_old`
-    (prune's retention); their names ([] where stacks are not available)."""
+    (prune's retention); their names ([] where stacks are not available). A home without
+    stacks does not load their code."""
+    if not (home / "stacks").is_dir():  # core/stacks/store.py's STACKS
+        return []
     try:
         return _api().prune(home, too_old)
     except LookupError:

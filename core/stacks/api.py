@@ -29,13 +29,13 @@ from .model import STACK_NAME, StackError, StackSpec
 from .runner import Run
 from .stopping import stop_in_order
 from .store import (
-    Lock,
     list_names,
     post,
     prune_down,
     read_spec,
     read_state,
     stack_dir,
+    start_lock,
     supervisor_alive,
     take_requests,
     write_state,
@@ -75,8 +75,8 @@ def up(registry: ProcessRegistry, path: str | None = None, name: str | None = No
     """Validate the stack file and bring the stack up under its own supervisor (see the top)."""
     home = _local(registry)
     spec = load_stack(path, name, cwd)
-    folder = stack_dir(home, spec.name, create=True)
-    with Lock(folder / "start.lock", wait=True):
+    folder, lock = start_lock(home, spec.name, create=True)
+    with lock:
         if supervisor_alive(folder):
             running = StackSpec.from_dict(read_spec(folder))
             if running.source != spec.source:
@@ -228,7 +228,8 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
     if job is not None and job not in spec.jobs:
         raise StackError(f"stack {stack} has no job {job!r} (jobs: {', '.join(spec.jobs)})")
     if not supervisor_alive(folder):
-        with Lock(folder / "start.lock", wait=True):
+        folder, lock = start_lock(home, stack, create=False)
+        with lock:
             if not supervisor_alive(folder):
                 if job is not None:
                     post_quietly(folder, {"op": "restart", "job": job})

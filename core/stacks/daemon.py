@@ -56,17 +56,19 @@ class StackSupervisor:
 
     # ---- life --------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Before the starter hears from us: the previous supervisor's runs taken over and
-        state.json written, so what the starter reads next is ours."""
-        self.adopt()
-        self.save()
-
-    def run(self) -> int:
+        """Before the starter hears from us: the signals a client sends handled (SIGUSR1's
+        default would end the process: a `down` right after `up` left its jobs running), the
+        previous supervisor's runs taken over and state.json written, so what the starter
+        reads next is ours."""
         signal.signal(signal.SIGUSR1, lambda *_: None)  # a request: the wake-up fd does the rest
         signal.signal(signal.SIGTERM, self._terminate)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        self.adopt()
+        self.save()
+
+    def run(self) -> int:
         with HomeWatch(self.registry.home) as watch:
             while not self.stopping:
                 self.requests()

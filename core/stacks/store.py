@@ -25,15 +25,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .core_api import ensure_private_dir, open_nofollow, read_json, send, write_json_atomic
+from .core_api import check_private_dir, ensure_private_dir, open_nofollow, read_json, send, write_json_atomic
 from .model import STACK_NAME, StackError, check_name
 
 STACKS = "stacks"
 
 
 def stacks_dir(home: Path, create: bool = False) -> Path:
-    """<home>/stacks, made (0700) only for `create`: looking at stacks leaves a home as it was."""
-    return ensure_private_dir(home / STACKS) if create else home / STACKS
+    """<home>/stacks, made (0700) only for `create`: looking at stacks leaves a home as it was.
+    One that exists must be a private folder of ours, never a link planted to elsewhere
+    (HomeError, a ValueError, otherwise)."""
+    path = home / STACKS
+    if create:
+        return ensure_private_dir(path)
+    if os.path.lexists(path):
+        check_private_dir(path)
+    return path
 
 
 def stack_dir(home: Path, name: str, create: bool = False) -> Path:
@@ -75,14 +82,22 @@ def read_spec(folder: Path) -> dict[str, Any]:
     return data
 
 
+class FolderGone(StackError):
+    """The lock was taken on a file that is no longer the stack's: `prune` removed the stack's
+    folder while the caller waited for the lock."""
+
+
 class Lock:
-    """An flock on a file of the stack's folder (held until close)."""
+    """An flock on a file of the stack's folder (held until close). FolderGone when, once
+    taken, the file is no longer in the folder (prune removed it meanwhile)."""
 
     def __init__(self, path: Path, wait: bool) -> None:
         self.fd = open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except OSError:
+            if not _same_file(self.fd, path):
+                raise FolderGone(f"stack {path.parent.name} was pruned meanwhile")
+        except (OSError, StackError):
             os.close(self.fd)
             raise
 
@@ -96,13 +111,37 @@ class Lock:
         self.close()
 
 
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(fd), os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def start_lock(home: Path, name: str, create: bool) -> tuple[Path, Lock]:
+    """The stack's folder (made for `create`) and its start.lock, taken (waiting for a client
+    starting it). A folder that prune removed meanwhile is made again for `create`; otherwise
+    StackError: there is no such stack now."""
+    for _ in range(5):
+        folder = stack_dir(home, name, create=create)
+        try:
+            return folder, Lock(folder / "start.lock", wait=True)
+        except FolderGone:
+            continue
+        except FileNotFoundError:
+            if not create:
+                raise StackError(f"no stack named {name!r} (it was pruned)") from None
+    raise StackError(f"stack {name} was removed again and again while it was being started")
+
+
 def supervisor_alive(folder: Path) -> bool:
     """True while a supervisor holds the stack's supervisor.lock."""
     try:
         Lock(folder / "supervisor.lock", wait=False).close()
     except BlockingIOError:
         return True
-    except OSError:
+    except (OSError, FolderGone):
         return False
     return False
 
@@ -111,29 +150,35 @@ def prune_down(home: Path, too_old: float) -> list[str]:
     """Remove the folder of every stack that is down and whose state has not changed since
     `too_old` (a time); their names. A stack being started (start.lock held) or supervised is
     left alone."""
-    return [name for name in list_names(home)
-            if STACK_NAME.fullmatch(name) and _remove_if_down(stacks_dir(home) / name, too_old)]
+    try:
+        names = list_names(home)
+    except ValueError:  # stacks/ is not a private folder of ours (a planted link): nothing there is ours
+        return []
+    return [name for name in names if STACK_NAME.fullmatch(name) and _remove_if_down(stacks_dir(home) / name, too_old)]
 
 
 def _remove_if_down(folder: Path, too_old: float) -> bool:
     try:
         with Lock(folder / "start.lock", wait=False):  # no `up` or `restart` of it meanwhile
-            if supervisor_alive(folder) or ((read_state(folder) or {}).get("state") or "down") != "down":
+            if supervisor_alive(folder) or not _down_since(folder, too_old):
                 return False
-            if _last_change(folder) >= too_old:
-                return False
-            shutil.rmtree(folder)
+            shutil.rmtree(folder)  # a client waiting on start.lock sees it gone (Lock's `same`)
             return True
     except OSError:  # being started, or not ours to remove
         return False
 
 
-def _last_change(folder: Path) -> float:
-    """When the stack's state was last written (its folder's time when it never was)."""
-    try:
-        return os.lstat(folder / "state.json").st_mtime
-    except FileNotFoundError:
-        return os.lstat(folder).st_mtime
+def _down_since(folder: Path, too_old: float) -> bool:
+    """The stack is down and its state was last written before `too_old` (its folder's time if
+    it never was). A state that exists and cannot be read is not taken for down: the jobs of a
+    stack whose supervisor died may still run, and only that state lets a new one take over."""
+    state_path = folder / "state.json"
+    state = read_state(folder)
+    if state is None and os.path.lexists(state_path):
+        return False
+    if ((state or {}).get("state") or "down") != "down":
+        return False
+    return os.lstat(state_path if state is not None else folder).st_mtime < too_old
 
 
 def post(folder: Path, request: dict[str, Any]) -> None:
