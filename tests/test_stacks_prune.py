@@ -109,4 +109,4 @@ def test_a_planted_stacks_link_is_never_followed(registry, home, tmp_path):
     assert (elsewhere / "photos" / "a.jpg").read_text() == "precious"
     assert sorted(os.listdir(elsewhere / "photos")) == ["a.jpg"]  # not even a lock file written there
     listed = registry.stacks()
-    assert listed["status"] == "error" and "symbolic link" in listed["error"], listed
+    assert listed["status"] == "error" and "not a private folder of yours" in listed["error"], listed

@@ -34,12 +34,16 @@ STACKS = "stacks"
 def stacks_dir(home: Path, create: bool = False) -> Path:
     """<home>/stacks, made (0700) only for `create`: looking at stacks leaves a home as it was.
     One that exists must be a private folder of ours, never a link planted to elsewhere
-    (HomeError, a ValueError, otherwise)."""
+    (StackError otherwise)."""
     path = home / STACKS
     if create:
         return ensure_private_dir(path)
     if os.path.lexists(path):
-        check_private_dir(path)
+        try:
+            check_private_dir(path)
+        except ValueError:
+            raise StackError(f"{path} is not a private folder of yours (a link, another owner's, or writable "
+                             "by others): nothing in it is used; remove it") from None
     return path
 
 
@@ -152,7 +156,7 @@ def prune_down(home: Path, too_old: float) -> list[str]:
     left alone."""
     try:
         names = list_names(home)
-    except ValueError:  # stacks/ is not a private folder of ours (a planted link): nothing there is ours
+    except StackError:  # stacks/ is not a private folder of ours (a planted link): nothing there is ours
         return []
     return [name for name in names if STACK_NAME.fullmatch(name) and _remove_if_down(stacks_dir(home) / name, too_old)]
 
