@@ -386,3 +386,40 @@ def test_down_right_after_up_stops_the_jobs(stacks, tmp_path):
         result = stacks.down("quick")
         assert result["state"] == "down" and result["supervised"] is False, result
         assert not [r for r in stacks.list() if r["status"] == "running"], stacks.list()
+
+
+SLOW_STOP = """
+    [jobs.db]
+    command = "trap '' TERM; exec sleep 300"
+    stop_grace = 2
+    """
+
+
+def test_a_stack_going_down_says_stopping_and_restart_brings_it_up_after(stacks, tmp_path):
+    """While `down` stops the jobs the state says `stopping`; a `restart` (or `up`) then waits
+    for the end of it and starts the stack again, instead of asking a supervisor that no longer
+    listens (it hung 60 s and left the stack down)."""
+    path = stack_file(tmp_path / "slow", SLOW_STOP)
+    assert stacks.up(path, wait=True, timeout=30)["status"] == "ok"
+    down = subprocess.Popen([PY, "-m", "hermes_procs", "--home", str(stacks.home), "down", "slow"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: state_of(stacks, "slow") == "stopping", timeout=10, interval=0.05)
+        began = time.monotonic()
+        result = stacks.restart_stack("slow")
+        assert result["status"] == "ok" and result["supervised"], result
+        assert time.monotonic() - began < 20
+    finally:
+        down.wait(timeout=60)
+    wait_until(lambda: state_of(stacks, "slow") == "up", timeout=20)
+    assert not os.listdir(stacks.home / "stacks" / "slow" / "requests")
+
+
+def test_up_wait_again_still_says_which_job_failed(stacks, tmp_path):
+    path = stack_file(tmp_path / "bad", """
+        [jobs.broken]
+        command = "exit 3"
+        """)
+    for _ in range(2):  # the second: the stack is already up from the same file
+        result = stacks.up(path, wait=True, timeout=30)
+        assert result["status"] == "error" and "broken" in result["error"], result

@@ -77,21 +77,36 @@ def up(registry: ProcessRegistry, path: str | None = None, name: str | None = No
     spec = load_stack(path, name, cwd)
     folder, lock = start_lock(home, spec.name, create=True)
     with lock:
+        _until_stopped(folder)
         if supervisor_alive(folder):
             running = StackSpec.from_dict(read_spec(folder))
             if running.source != spec.source:
                 raise StackError(f"a stack named {spec.name!r} is already up from {running.source}; down it first "
                                  "or give another --name")
-            if _same(running, spec):
-                return {**status(folder), "status": "already_up", "warnings": spec.warnings}
+            if _same(running, spec):  # with `wait`, as for a new one: until it is up, or an error naming why not
+                result = _wait(folder, timeout) if wait else status(folder)
+                if result.get("status") != "error":
+                    result["status"] = "already_up"
+                return {**result, "warnings": spec.warnings}
             changes = _reload(folder, running, spec)
-            result = _wait(folder, timeout) if wait else status(folder)
-            return {**result, "reloaded": changes, "warnings": spec.warnings}
+            if supervisor_alive(folder):
+                result = _wait(folder, timeout) if wait else status(folder)
+                return {**result, "reloaded": changes, "warnings": spec.warnings}
         write_json_atomic(folder / "spec.json", spec.to_dict())
         take_requests(folder)  # left by a client of a supervisor that is gone: not for this one
         _start_supervisor(home, folder)
     result = _wait(folder, timeout) if wait else status(folder)
     return {**result, "warnings": spec.warnings}
+
+
+def _until_stopped(folder: Path, timeout: float = 120.0) -> None:
+    """A `down` under way (the supervisor says `stopping`): wait for it to end, so what comes
+    next starts the stack anew instead of talking to a supervisor that no longer listens."""
+    deadline = time.monotonic() + timeout
+    while (read_state(folder) or {}).get("state") == "stopping" and supervisor_alive(folder):
+        if time.monotonic() > deadline:
+            raise StackError(f"stack {folder.name} is still stopping after {timeout:g}s")
+        time.sleep(0.05)
 
 
 def _same(running: StackSpec, spec: StackSpec) -> bool:
@@ -115,8 +130,8 @@ def _ask(folder: Path, request: dict[str, Any], timeout: float = 60.0) -> None:
     before = time.time()
     post(folder, request)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and (os.listdir(folder / "requests")
-                                           or (read_state(folder) or {}).get("updated_at", 0) < before):
+    while time.monotonic() < deadline and supervisor_alive(folder) and (
+            os.listdir(folder / "requests") or (read_state(folder) or {}).get("updated_at", 0) < before):
         time.sleep(0.05)
 
 
@@ -176,16 +191,20 @@ def down(registry: ProcessRegistry, stack: str | None = None, path: str | None =
          timeout: float = 120.0) -> dict[str, Any]:
     """Stop the stack's jobs, dependents first, and its supervisor."""
     home = _local(registry)
-    folder = stack_dir(home, stack if stack else _name_of_file(home, path))
-    if supervisor_alive(folder):
-        post(folder, {"op": "down"})
-        deadline = time.monotonic() + timeout
-        while supervisor_alive(folder):
-            if time.monotonic() > deadline:
-                raise StackError(f"stack {folder.name}: its supervisor did not finish stopping in {timeout:g}s")
-            time.sleep(0.05)
-    else:
-        _down_here(registry, folder)
+    name = stack if stack else _name_of_file(home, path)
+    folder = stack_dir(home, name)
+    if not supervisor_alive(folder):
+        folder, lock = start_lock(home, name, create=False)
+        with lock:  # no up starting a supervisor while this one stops the jobs itself
+            if not supervisor_alive(folder):
+                _down_here(registry, folder)
+                return {**status(folder), "status": "down"}
+    post(folder, {"op": "down"})
+    deadline = time.monotonic() + timeout
+    while supervisor_alive(folder):
+        if time.monotonic() > deadline:
+            raise StackError(f"stack {folder.name}: its supervisor did not finish stopping in {timeout:g}s")
+        time.sleep(0.05)
     return {**status(folder), "status": "down"}
 
 
@@ -227,15 +246,20 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
     spec = StackSpec.from_dict(read_spec(folder))
     if job is not None and job not in spec.jobs:
         raise StackError(f"stack {stack} has no job {job!r} (jobs: {', '.join(spec.jobs)})")
-    if not supervisor_alive(folder):
-        folder, lock = start_lock(home, stack, create=False)
-        with lock:
-            if not supervisor_alive(folder):
-                if job is not None:
-                    post_quietly(folder, {"op": "restart", "job": job})
-                _start_supervisor(home, folder)
-                return {**status(folder), "status": "ok"}
-    _ask(folder, {"op": "restart", "job": job})
+    if supervisor_alive(folder) and (read_state(folder) or {}).get("state") != "stopping":
+        _ask(folder, {"op": "restart", "job": job})
+        if supervisor_alive(folder):
+            return {**status(folder), "status": "ok"}
+    folder, lock = start_lock(home, stack, create=False)  # down, or going down: start it again
+    with lock:
+        _until_stopped(folder)
+        if not supervisor_alive(folder):
+            take_requests(folder)  # left for a supervisor that is gone (a second down): not for this one
+            if job is not None:
+                post_quietly(folder, {"op": "restart", "job": job})
+            _start_supervisor(home, folder)
+            return {**status(folder), "status": "ok"}
+    _ask(folder, {"op": "restart", "job": job})  # another client started it meanwhile
     return {**status(folder), "status": "ok"}
 
 

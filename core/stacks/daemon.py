@@ -78,6 +78,7 @@ class StackSupervisor:
                 self.advance()
                 self.save()
                 self.sleep(watch)
+        self.save()  # `stopping`, before the jobs are stopped: clients wait for the end of it
         self.down()
         return 0
 
