@@ -53,8 +53,8 @@ def events_cmd(
 
 @app.command("prune")
 def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
-    """Delete finished jobs past retention (7 days or the newest 200), and stacks down for 7
-    days. Running jobs are kept."""
+    """Delete finished jobs past retention (7 days or the newest 200), and stacks down for as
+    many days. Running jobs are kept."""
     home, as_json = opts(ctx, home, as_json)
     emit(registry(home).prune(), as_json, _pruned)
 

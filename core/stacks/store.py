@@ -168,7 +168,7 @@ def _remove_if_down(folder: Path, too_old: float) -> bool:
                 return False
             shutil.rmtree(folder)  # a client waiting on start.lock sees it gone (Lock's `same`)
             return True
-    except OSError:  # being started, or not ours to remove
+    except (OSError, StackError):  # being started, removed by another prune, or not ours to remove
         return False
 
 
