@@ -103,10 +103,15 @@ def _until_stopped(folder: Path, timeout: float = 120.0) -> None:
     """A `down` under way (the supervisor says `stopping`): wait for it to end, so what comes
     next starts the stack anew instead of talking to a supervisor that no longer listens."""
     deadline = time.monotonic() + timeout
-    while (read_state(folder) or {}).get("state") == "stopping" and supervisor_alive(folder):
+    while _stopping(folder):
         if time.monotonic() > deadline:
             raise StackError(f"stack {folder.name} is still stopping after {timeout:g}s")
         time.sleep(0.05)
+
+
+def _stopping(folder: Path) -> bool:
+    """A `down` is under way: the supervisor runs and says `stopping`."""
+    return (read_state(folder) or {}).get("state") == "stopping" and supervisor_alive(folder)
 
 
 def _same(running: StackSpec, spec: StackSpec) -> bool:
@@ -246,7 +251,7 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
     spec = StackSpec.from_dict(read_spec(folder))
     if job is not None and job not in spec.jobs:
         raise StackError(f"stack {stack} has no job {job!r} (jobs: {', '.join(spec.jobs)})")
-    if supervisor_alive(folder) and (read_state(folder) or {}).get("state") != "stopping":
+    if supervisor_alive(folder) and not _stopping(folder):
         _ask(folder, {"op": "restart", "job": job})
         if supervisor_alive(folder):
             return {**status(folder), "status": "ok"}

@@ -166,7 +166,7 @@ def _remove_if_down(folder: Path, too_old: float) -> bool:
         with Lock(folder / "start.lock", wait=False):  # no `up` or `restart` of it meanwhile
             if supervisor_alive(folder) or not _down_since(folder, too_old):
                 return False
-            shutil.rmtree(folder)  # a client waiting on start.lock sees it gone (Lock's `same`)
+            shutil.rmtree(folder)  # a client waiting on start.lock sees it gone (Lock: FolderGone)
             return True
     except (OSError, StackError):  # being started, removed by another prune, or not ours to remove
         return False
