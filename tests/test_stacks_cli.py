@@ -4,6 +4,7 @@ examples/stack, copied to a temporary folder), and from the agent tool and the M
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,13 +81,21 @@ def test_the_readme_stack_commands_on_the_example(registry, home, tmp_path):
 
 def test_bad_input_on_the_command_line_is_one_line_and_starts_nothing(registry, home, tmp_path):
     bad = stack_file(tmp_path / "bad", '[jobs.a]\ncommand = "sleep 300"\nrestart = "sometimes"\n')
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # opening it waited for a writer: `up -f` hung for ever
     for args, error in [
+        (("up", "-f", str(fifo)), "fifo.toml: not a regular file"),
         (("up", "-f", bad), "hermes-procs.toml: jobs.a.restart: must be one of no, on-failure, always"),
         (("up",), "no stack file in"),
         (("up", "-f", str(tmp_path / "nope.toml")), "no such file"),
         (("up", "-f", str(tmp_path / "nope")), f"no such file: {tmp_path / 'nope'}"),  # not 'cannot tell the format'
         (("down", "ghost"), "ghost"),
+        (("ls", "--stack", "ghost"), "no stack named 'ghost'"),  # was "No processes.", exit 0
+        (("ls", "--stack", "../s1"), "stack name '../s1' must be"),
+        (("up", "--wait", "--timeout", "nan", "-f", str(tmp_path / "nope")), "timeout must be a finite number"),
         (("restart", "ghost", "api"), "ghost"),
+        (("restart", "ghost"), "Invalid session id ghost: expected proc_ + 12 hex digits or a prefix of at least 4; "
+                               "no stack has that name either"),
     ]:
         done = cli(home, *args, cwd=tmp_path)
         assert done.returncode == 1 and done.stdout == "", (args, done)
@@ -167,20 +176,34 @@ def test_mcp_process_up_and_down(tmp_path):
         down_all(ProcessRegistry(home=home))
 
 
-def test_what_a_stack_file_controls_reaches_the_terminal_as_visible_escapes(registry, home, tmp_path):
-    """A probe regex with terminal controls, shown in the failed stack's table and the error."""
-    path = stack_file(tmp_path / "hostile", """
-        [jobs.a]
+def _failed_up(registry, home, folder, ready: str):
+    """`up --wait` of a stack whose one job's probe (`ready`, TOML) fails in half a second."""
+    path = stack_file(folder, f"""
+        [jobs.db]
         command = "sleep 300"
-        ready = { output = "\\u001b[31mRED\\u001b]0;title\\u0007", timeout = 0.5, interval = 0.1 }
+        ready = {{ {ready}, timeout = 0.5, interval = 0.1 }}
         """)
     try:
         done = cli(home, "up", "--wait", "-f", path)
         assert done.returncode == 1, done
-        assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr, done
-        assert "\\x1b[31mRED" in done.stdout and "\\x1b[31mRED" in done.stderr, done
+        return done, cli(home, "stacks", folder.name).stdout
     finally:
         down_all(registry)
+
+
+def test_what_a_stack_file_controls_reaches_the_terminal_as_visible_escapes(registry, home, tmp_path):
+    """A probe regex with terminal controls, shown in the failed stack's table and the error."""
+    done, _ = _failed_up(registry, home, tmp_path / "hostile", 'output = "\\u001b[31mRED\\u001b]0;title\\u0007"')
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr, done
+    assert "\\x1b[31mRED" in done.stdout and "\\x1b[31mRED" in done.stderr, done
+
+
+def test_a_newline_in_a_stack_files_text_cannot_forge_a_row(registry, home, tmp_path):
+    forged = 'exec = "false\\n  api  ready       proc_1234567890ab"'  # a row for a job that does not exist
+    done, listed = _failed_up(registry, home, tmp_path / "forge", forged)
+    rows = listed.splitlines()
+    assert len(rows) == 2 and rows[1].lstrip().startswith("db "), rows  # the header and db's row
+    assert not any(line.lstrip().startswith("api") for line in done.stdout.splitlines()), done.stdout
 
 
 def test_stack_slash_job_names_a_stack_job_wherever_an_id_goes(registry, home, tmp_path):

@@ -110,3 +110,33 @@ def test_a_planted_stacks_link_is_never_followed(registry, home, tmp_path):
     assert sorted(os.listdir(elsewhere / "photos")) == ["a.jpg"]  # not even a lock file written there
     listed = registry.stacks()
     assert listed["status"] == "error" and "not a private folder of yours" in listed["error"], listed
+
+
+def test_links_planted_in_a_stack_folder_are_never_followed(registry, home, tmp_path):
+    # `down yy` with stacks/yy a link wrote its locks into the folder linked to; a planted
+    # supervisor.log link had the supervisor append its log to the file linked to
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    registry.list()
+    stacks_dir(home, create=True)
+    os.symlink(elsewhere, stacks_dir(home) / "yy")
+    for answer in (registry.down("yy"), registry.restart_stack("yy")):
+        assert answer["status"] == "error" and "is not a private folder of yours" in answer["error"], answer
+    assert os.listdir(elsewhere) == []
+    (stacks_dir(home) / "shared").mkdir(mode=0o700)
+    (stacks_dir(home) / "shared").chmod(0o775)  # writable by others: not one of ours, left out
+    assert registry.stacks() == []  # one odd folder does not make the whole listing an error
+    (stacks_dir(home) / "zz").mkdir(mode=0o700)
+    os.symlink(victim, stacks_dir(home) / "zz" / "supervisor.log")
+    started = registry.up(stack_file(tmp_path / "zz", '[jobs.a]\ncommand = "sleep 60"\n'), name="zz")
+    assert started["status"] == "error" and "supervisor.log is a symbolic link" in started["error"], started
+    assert victim.read_text() == "precious\n"
+    os.unlink(stacks_dir(home) / "zz" / "supervisor.log")
+    try:
+        assert registry.up(stack_file(tmp_path / "zz", '[jobs.a]\ncommand = "sleep 60"\n'), name="zz")["status"] == "ok"
+        assert os.stat(stacks_dir(home) / "zz" / "supervisor.log").st_mode & 0o777 == 0o600
+    finally:
+        down_all(registry)
+

@@ -77,6 +77,41 @@ def test_a_probe_that_times_out_blocks_its_dependents_and_says_which(stacks, tmp
     assert state_of(stacks, "slow") == "degraded"
 
 
+def test_a_long_chain_of_blocked_jobs_keeps_short_messages(stacks, home, tmp_path):
+    # each job's "blocked:" message held its dependency's: a chain of 200 made a state of 1.5 MB,
+    # read as no state at all (the stack shown down, `down` leaving its jobs running)
+    port = free_port()
+    chain = "".join(f'[jobs.j{i}]\ncommand = "sleep 300"\ndepends_on = ["j{i - 1}"]\n' for i in range(1, 40))
+    path = stack_file(tmp_path / "chain", f"""
+        [jobs.j0]
+        command = "sleep 300"
+        ready = {{ port = {port}, timeout = 1, interval = 0.1 }}
+        """ + chain)
+    assert stacks.up(path, wait=True, timeout=30)["status"] == "error"
+    jobs = jobs_of(stacks, "chain")
+    assert jobs["j1"]["message"].startswith("blocked: j0 not ready after 1s")
+    assert jobs["j39"]["state"] == "blocked" and jobs["j39"]["message"] == "blocked: j38 is blocked", jobs["j39"]
+    assert (home / "stacks" / "chain" / "state.json").stat().st_size < 40 * 1000
+
+
+def test_a_stack_whose_state_cannot_be_read_is_not_taken_for_down(stacks, home, tmp_path):
+    path = stack_file(tmp_path / "unread", """
+        [jobs.app]
+        command = "sleep 300"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    app = jobs_of(stacks, "unread")["app"]["session_id"]
+    os.kill(stacks.stacks("unread")[0]["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks("unread")[0]["supervised"], timeout=10)
+    (home / "stacks" / "unread" / "state.json").write_text("{not json")
+    row = stacks.stacks("unread")[0]
+    assert row["state"] == "unknown" and "cannot be read" in row["note"], row
+    refused = stacks.down("unread")
+    assert refused["status"] == "error" and "its jobs are left running" in refused["error"], refused
+    assert stacks.poll(app)["status"] == "running"
+    stacks.kill(app, grace=0.2)
+
+
 def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_path):
     path = stack_file(tmp_path / "crash", """
         [jobs.crashy]
@@ -101,6 +136,40 @@ def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_p
     assert gaps[0] >= 0.25 and gaps[1] >= 0.55 and gaps[2] >= 1.1, gaps  # 0.3, 0.6, 1.2 s
 
 
+def test_a_crash_loop_with_no_backoff_still_waits_between_starts(stacks, tmp_path):
+    # backoff = 0 and backoff_max = 0: a job that exits at once was started 56 times a second
+    path = stack_file(tmp_path / "loop", """
+        [jobs.c]
+        command = "exit 1"
+        restart = "always"
+        backoff = 0
+        backoff_max = 0
+        """)
+    stacks.up(path)
+    time.sleep(1.5)
+    assert jobs_of(stacks, "loop")["c"]["restarts"] <= 5  # 0.1 + 0.2 + 0.4 + 0.8 s: 4 by 1.5 s (was ~80)
+
+
+def test_up_takes_a_timeout_it_can_keep_and_down_takes_the_folder_up_took(stacks, tmp_path):
+    path = stack_file(tmp_path / "folder", """
+        [jobs.app]
+        command = "sleep 300"
+        """)
+    for bad in (float("nan"), -1, 0, 1e308):
+        refused = stacks.up(path, wait=True, timeout=bad)
+        assert refused["status"] == "error" and refused["error"].startswith("timeout must be"), refused
+    assert not stacks.stacks()  # nothing started
+    assert stacks.up(str(tmp_path / "folder"), wait=True, timeout=30)["state"] == "up"
+    assert stacks.down(path=str(tmp_path / "folder"))["state"] == "down"  # a folder, as up took it
+    stacks.up(path, name="one")
+    stacks.up(path, name="two")
+    both = stacks.down(path=path)
+    assert both["status"] == "error" and "was brought up as one, two: name the one to stop" in both["error"], both
+    stacks.down("one")
+    os.unlink(path)  # a file deleted since still names its stack
+    assert stacks.down(path=path)["state"] == "down"
+
+
 def test_always_restarts_a_job_that_crashed_but_not_one_someone_killed(stacks, tmp_path):
     path = stack_file(tmp_path / "keep", """
         [jobs.server]
@@ -119,7 +188,9 @@ def test_always_restarts_a_job_that_crashed_but_not_one_someone_killed(stacks, t
     stacks.kill(job["session_id"], grace=0.2)  # someone's kill: stopped, not restarted
     wait_until(lambda: jobs_of(stacks, "keep")["server"]["state"] == "stopped", timeout=20, interval=0.1)
     time.sleep(0.5)
-    assert jobs_of(stacks, "keep")["server"]["session_id"] == job["session_id"]
+    stopped = jobs_of(stacks, "keep")["server"]
+    assert stopped["session_id"] == job["session_id"]
+    assert stopped["message"].endswith("(restart it with: hermes-procs restart keep server)"), stopped
     again = stacks.restart_stack("keep", "server")
     assert again["status"] == "ok", again
     wait_until(lambda: jobs_of(stacks, "keep")["server"]["state"] == "ready", timeout=20, interval=0.1)
@@ -151,6 +222,29 @@ def test_editing_a_watched_file_restarts_its_job(stacks, tmp_path):
     wait_until(lambda: "v2" in stacks.read_log(after["app"]["session_id"])["output"])
     old = stacks.poll(before["app"]["session_id"])
     assert old["status"] != "running" and "v1" in stacks.read_log(before["app"]["session_id"])["output"]
+
+
+def test_a_glob_that_backtracks_is_matched_in_linear_time(stacks, tmp_path):
+    # *a*a*...*b against a name of 60 a's: a backtracking regex took minutes a look (up hung, the
+    # stack's supervisor spun a core); RE2 answers at once, and the glob still matches what it says
+    folder = tmp_path / "greedy"
+    folder.mkdir()
+    (folder / ("a" * 60)).write_text("x")
+    (folder / os.fsdecode(b"odd-\xff-name")).write_text("x")  # not UTF-8: RE2 cannot take it as it is
+    path = stack_file(folder, """
+        debounce = 0.2
+        watch_interval = 0.2
+        [jobs.app]
+        command = "sleep 300"
+        watch = ["*a*a*a*a*a*a*a*a*a*a*a*a*b"]
+        """)
+    started = time.monotonic()
+    assert stacks.up(path, wait=True, timeout=30)["status"] == "ok"
+    assert time.monotonic() - started < 15
+    before = jobs_of(stacks, "greedy")["app"]["session_id"]
+    (folder / ("a" * 59 + "ab")).write_text("matches")
+    wait_until(lambda: jobs_of(stacks, "greedy")["app"]["session_id"] != before, timeout=20, interval=0.1)
+    assert stacks.stacks("greedy")[0]["supervised"]  # the odd name killed the supervisor
 
 
 def test_down_stops_dependents_first(stacks, tmp_path):
@@ -226,6 +320,13 @@ def test_a_stack_up_twice_is_already_up_and_a_second_file_of_the_same_name_is_re
     assert again["status"] == "already_up" and len([r for r in stacks.list() if r.get("stack") == "x"]) == 1
     refused = stacks.up(other)
     assert refused["status"] == "error" and "already up from" in refused["error"], refused
+    # once down, the name may go to the other file: `up` says whose it was
+    assert stacks.down("x").get("status") != "error"
+    taken = stacks.up(other)
+    assert taken.get("status") != "error" and any(
+        f"was last brought up from {path}" in w for w in taken["warnings"]), taken
+    assert not any("last brought up" in w for w in stacks.up(other)["warnings"])  # said once
+    stacks.down("x")
 
 
 @pytest.mark.parametrize("kind", ["Procfile", "process-compose.yaml", "mprocs.yaml"])
@@ -289,6 +390,41 @@ def test_a_new_supervisor_takes_over_the_running_jobs_when_the_old_one_died(stac
                and jobs_of(stacks, "orphan")["api"]["state"] == "ready", timeout=20, interval=0.1)
 
 
+def test_up_after_the_supervisor_died_applies_the_edited_file(stacks, tmp_path):
+    # the new supervisor adopted the old runs: a removed job ran on, orphaned (down left it), a
+    # changed one kept its old command; and another file under the name was taken
+    folder = tmp_path / "edited"
+    path = stack_file(folder, """
+        name = "edited"
+        [jobs.a]
+        command = "sleep 301"
+        [jobs.b]
+        command = "sleep 302"
+        [jobs.c]
+        command = "sleep 303"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = {name: job["session_id"] for name, job in jobs_of(stacks, "edited").items()}
+    os.kill(stacks.stacks("edited")[0]["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks("edited")[0]["supervised"], timeout=10)
+    other = stack_file(tmp_path / "other", 'name = "edited"\n[jobs.x]\ncommand = "sleep 300"\n')
+    refused = stacks.up(other)
+    assert refused["status"] == "error" and "its jobs may run on" in refused["error"], refused
+    stack_file(folder, """
+        name = "edited"
+        [jobs.a]
+        command = "sleep 304"
+        [jobs.c]
+        command = "sleep 303"
+        """)
+    again = stacks.up(path, wait=True, timeout=30)
+    assert again["status"] == "ok" and again["reloaded"] == {"started": [], "restarted": ["a"], "stopped": ["b"]}
+    after = jobs_of(stacks, "edited")
+    assert set(after) == {"a", "c"} and after["c"]["session_id"] == before["c"]  # adopted, not restarted
+    assert stacks.poll(after["a"]["session_id"])["command"] == "sleep 304"
+    assert stacks.poll(before["a"])["status"] == "exited" and stacks.poll(before["b"])["status"] == "exited"
+
+
 def test_a_rerun_by_id_of_a_stack_job_becomes_its_run(stacks, tmp_path):
     """`hermes-procs restart ID` (the dashboard's `r`) on a stack's job: the stack adopts the new job."""
     path = stack_file(tmp_path / "rerun", """
@@ -309,6 +445,28 @@ def test_a_rerun_by_id_of_a_stack_job_becomes_its_run(stacks, tmp_path):
     time.sleep(0.5)  # and the stack did not start a second one of its own
     assert [r["session_id"] for r in stacks.list() if r.get("stack") == "rerun" and r["status"] == "running"] \
         == [again["session_id"]]
+
+
+def test_a_rerun_by_hand_passes_its_probe_before_its_dependents_go_on(stacks, tmp_path):
+    # the adopted rerun was called ready without its probe, and a dependent waiting on it then
+    # waited for ever (the ready flag stayed unset)
+    path = stack_file(tmp_path / "rerun2", """
+        [jobs.db]
+        command = "sleep 1; echo db-ready; sleep 300"
+        ready = {output = "db-ready", timeout = 20}
+        [jobs.api]
+        command = "sleep 300"
+        depends_on = ["db"]
+        """)
+    stacks.up(path, wait=False)
+    wait_until(lambda: jobs_of(stacks, "rerun2")["db"]["session_id"], timeout=10, interval=0.05)
+    again = stacks.restart(jobs_of(stacks, "rerun2")["db"]["session_id"])  # before db was ready
+    assert again["status"] == "running", again
+    wait_until(lambda: jobs_of(stacks, "rerun2")["db"]["session_id"] == again["session_id"], timeout=20,
+               interval=0.05)
+    assert jobs_of(stacks, "rerun2")["db"]["state"] in ("starting", "ready")
+    wait_until(lambda: jobs_of(stacks, "rerun2")["api"]["state"] == "ready", timeout=20, interval=0.1)
+    assert "db-ready" in stacks.read_log(again["session_id"])["output"]  # the probe passed on the rerun
 
 
 def test_up_again_after_editing_the_file_applies_it(stacks, tmp_path):
@@ -346,20 +504,23 @@ def test_up_again_after_editing_the_file_applies_it(stacks, tmp_path):
     assert after["new"]["state"] == "ready"
 
 
-def test_a_port_held_by_another_process_fails_the_job_instead_of_making_it_ready(stacks, tmp_path):
-    """The port probe alone would pass at once on someone else's listener; the job is started
-    with spawn's port guard instead, which names the holder."""
+@pytest.mark.parametrize("probe", ["port = {port}", 'http = "http://127.0.0.1:{port}/"'])
+def test_a_port_held_by_another_process_fails_the_job_instead_of_making_it_ready(stacks, tmp_path, probe):
+    """The port probe alone would pass at once on someone else's listener (an http probe on this
+    machine too, when it answers); the job is started with spawn's port guard instead, which names
+    the holder."""
     import socket
 
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
     port = holder.getsockname()[1]
+    ready = probe.format(port=port)
     try:
         path = stack_file(tmp_path / "taken", f"""
             [jobs.db]
             command = "{{py}} listener.py {port} 0"
-            ready = {{ port = {port}, timeout = 10 }}
+            ready = {{ {ready}, timeout = 10 }}
             [jobs.api]
             command = "sleep 300"
             depends_on = ["db"]
@@ -391,7 +552,10 @@ def test_down_right_after_up_stops_the_jobs(stacks, tmp_path):
 SLOW_STOP = """
     [jobs.db]
     command = "trap '' TERM; exec sleep 300"
-    stop_grace = 2
+    stop_grace = 3
+
+    [jobs.quick]
+    command = "sleep 300"
     """
 
 
@@ -405,6 +569,9 @@ def test_a_stack_going_down_says_stopping_and_restart_brings_it_up_after(stacks,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: state_of(stacks, "slow") == "stopping", timeout=10, interval=0.05)
+        # each job shows stopped as it ends, not only once the slowest one has
+        wait_until(lambda: jobs_of(stacks, "slow")["quick"]["state"] == "stopped", timeout=10, interval=0.05)
+        assert state_of(stacks, "slow") == "stopping"
         began = time.monotonic()
         result = stacks.restart_stack("slow")
         assert result["status"] == "ok" and result["supervised"], result

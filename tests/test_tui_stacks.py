@@ -9,6 +9,7 @@ from pilot import confirm, notes, until
 from stacks_helpers import down_all, jobs_of, stack_file
 
 from hermes_procs.tui.app import HermesApp
+from hermes_procs.tui.bars import DetailTitle
 from hermes_procs.tui.jobs_table import JobsTable
 from hermes_procs.tui.stack_actions import StackConfirmScreen
 from hermes_procs.tui.stack_view import header_id
@@ -72,11 +73,16 @@ async def test_a_stack_is_one_unit_in_the_table(stacked):
         await confirm(pilot)
         await until(pilot, lambda: registry.stacks("shop")[0]["state"] == "down", what="stack down")
         await until(pilot, lambda: "down" in " ".join(str(c) for c in table.get_row(head)), what="header down")
+        cells = " ".join(str(c) for c in table.get_row(head))
+        assert "2 jobs" in cells and "ready" not in cells, cells  # a stack down counts no job ready
         assert registry.poll(loose)["status"] == "running"  # not a member: untouched
         assert "stack shop is down" in notes(app)
 
         table.select_id(head)
         await until(pilot, lambda: app.main.selected == head)
+        title = app.main.query_one(DetailTitle)
+        await until(pilot, lambda: "shop" in str(title.render()), what="the stack's title")
+        assert "· log" not in str(title.render())  # a stack's row has no log to follow
         await pilot.press("U")  # up again from its file
         await until(pilot, lambda: registry.stacks("shop")[0]["state"] == "up", what="stack up again")
     registry.kill(loose, grace=0.2)

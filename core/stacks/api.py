@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -23,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .core_api import IdError, one_line, write_json_atomic
-from .loader import load_stack
+from .core_api import BadNumber, IdError, one_line, open_nofollow, seconds, write_json_atomic
+from .loader import load_stack, stack_path
 from .model import STACK_NAME, StackError, StackSpec
 from .runner import Run
 from .stopping import stop_in_order
@@ -48,6 +50,8 @@ R = TypeVar("R")
 SETTLE = 1.0  # seconds a stack must stay up before `up --wait` says it is
 SETTLING = ("waiting", "starting", "restarting")
 BAD = ("failed", "blocked", "unready", "stopped")
+MAX_UP_WAIT = 3600.0  # seconds `up --wait` waits at most (default 180)
+REPORT_WITHIN = 60.0  # seconds a new stack supervisor has to say it runs
 
 
 def _safe(function: Callable[..., R]) -> Callable[..., R | dict[str, Any]]:
@@ -74,6 +78,11 @@ def up(registry: ProcessRegistry, path: str | None = None, name: str | None = No
        timeout: float | None = None, cwd: str | None = None) -> dict[str, Any]:
     """Validate the stack file and bring the stack up under its own supervisor (see the top)."""
     home = _local(registry)
+    if timeout is not None:
+        try:
+            timeout = seconds(timeout, "timeout", maximum=MAX_UP_WAIT)
+        except BadNumber as exc:
+            raise StackError(str(exc)) from None
     spec = load_stack(path, name, cwd)
     folder, lock = start_lock(home, spec.name, create=True)
     with lock:
@@ -92,11 +101,52 @@ def up(registry: ProcessRegistry, path: str | None = None, name: str | None = No
             if supervisor_alive(folder):
                 result = _wait(folder, timeout) if wait else status(folder)
                 return {**result, "reloaded": changes, "warnings": spec.warnings}
+        else:
+            changes = _orphans_to_file(registry, folder, spec)
+            spec.warnings.extend(_name_taken_over(folder, spec))
         write_json_atomic(folder / "spec.json", spec.to_dict())
         take_requests(folder)  # left by a client of a supervisor that is gone: not for this one
         _start_supervisor(home, folder)
     result = _wait(folder, timeout) if wait else status(folder)
-    return {**result, "warnings": spec.warnings}
+    return {**result, "warnings": spec.warnings, **({"reloaded": changes} if any(changes.values()) else {})}
+
+
+def _name_taken_over(folder: Path, spec: StackSpec) -> list[str]:
+    """A note when the stack's name was last brought up from another file (now down): `up` and
+    `down` in that file's folder will find this one under the name."""
+    try:
+        old = StackSpec.from_dict(read_spec(folder))
+    except StackError:
+        return []
+    if old.source == spec.source:
+        return []
+    return [f"stack {spec.name!r} was last brought up from {old.source}; the name now belongs to {spec.source} "
+            "(give one of them another name: --name or `name =` in the file)"]
+
+
+def _orphans_to_file(registry: ProcessRegistry, folder: Path, spec: StackSpec) -> dict[str, list[str]]:
+    """Before a new supervisor takes over the jobs of one that died: the file is the same one
+    (another file under the name is refused while jobs of the old one may run), and the jobs it
+    removed or changed are stopped and forgotten, so that the new supervisor starts the changed
+    ones anew and adopts only what the file still says. Returns which were which."""
+    state = read_state(folder)
+    if not state or state.get("state") in (None, "down"):
+        return {}
+    try:
+        old = StackSpec.from_dict(read_spec(folder))
+    except StackError:
+        return {}
+    if old.source != spec.source:
+        raise StackError(f"a stack named {spec.name!r} was up from {old.source} and its jobs may run on (its "
+                         "supervisor died): down it first or give another --name")
+    changes = _changes(old, spec)
+    gone = changes["restarted"] + changes["stopped"]
+    jobs = state.get("jobs") or {}
+    sessions = {n: str(jobs[n]["session_id"]) for n in gone if isinstance(jobs.get(n), dict)
+                and jobs[n].get("session_id")}
+    stop_in_order(registry, old, sessions, gone)
+    write_state(folder, {**state, "jobs": {n: d for n, d in jobs.items() if n not in gone}})
+    return changes
 
 
 def _until_stopped(folder: Path, timeout: float = 120.0) -> None:
@@ -110,8 +160,9 @@ def _until_stopped(folder: Path, timeout: float = 120.0) -> None:
 
 
 def _stopping(folder: Path) -> bool:
-    """A `down` is under way: the supervisor runs and says `stopping`."""
-    return (read_state(folder) or {}).get("state") == "stopping" and supervisor_alive(folder)
+    """A `down` is under way: the supervisor runs and says `stopping`, or already `down` (its
+    last write before it exits: a restart in that instant asked a supervisor on its way out)."""
+    return (read_state(folder) or {}).get("state") in ("stopping", "down") and supervisor_alive(folder)
 
 
 def _same(running: StackSpec, spec: StackSpec) -> bool:
@@ -122,12 +173,17 @@ def _same(running: StackSpec, spec: StackSpec) -> bool:
 def _reload(folder: Path, running: StackSpec, spec: StackSpec) -> dict[str, list[str]]:
     """`up` again after the file changed: the new spec.json, and the supervisor asked to apply
     it (new jobs start, changed ones restart, removed ones stop). Returns which were which."""
-    changes = {"started": [n for n in spec.jobs if n not in running.jobs],
-               "restarted": [n for n in spec.jobs if n in running.jobs and spec.jobs[n] != running.jobs[n]],
-               "stopped": [n for n in running.jobs if n not in spec.jobs]}
+    changes = _changes(running, spec)
     write_json_atomic(folder / "spec.json", spec.to_dict())
     _ask(folder, {"op": "reload"})
     return changes
+
+
+def _changes(old: StackSpec, new: StackSpec) -> dict[str, list[str]]:
+    """Which jobs the new file starts, restarts (changed) and stops (removed)."""
+    return {"started": [n for n in new.jobs if n not in old.jobs],
+            "restarted": [n for n in new.jobs if n in old.jobs and new.jobs[n] != old.jobs[n]],
+            "stopped": [n for n in old.jobs if n not in new.jobs]}
 
 
 def _ask(folder: Path, request: dict[str, Any], timeout: float = 60.0) -> None:
@@ -142,13 +198,28 @@ def _ask(folder: Path, request: dict[str, Any], timeout: float = 60.0) -> None:
 
 def _start_supervisor(home: Path, folder: Path) -> int:
     """Start the stack's supervisor (detached) and return its pid once it has reported."""
-    with open(folder / "supervisor.log", "ab") as log:
+    try:  # 0600, and never through a link planted in the folder
+        log = open_nofollow(folder / "supervisor.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC)
+    except OSError as exc:
+        raise StackError(f"cannot write {folder / 'supervisor.log'}: {exc.strerror or exc}") from None
+    try:
         proc = subprocess.Popen([sys.executable, "-m", "hermes_procs.core.stacks.daemon", str(home), folder.name],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                 start_new_session=True, close_fds=True)
+    finally:
+        os.close(log)
     assert proc.stdout is not None
-    line = proc.stdout.readline()
+    ready, _, _ = select.select([proc.stdout], [], [], REPORT_WITHIN)  # a hang never holds `up` for ever
+    line = proc.stdout.readline() if ready else b""
     proc.stdout.close()
+    if not ready:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        raise StackError(f"the supervisor of stack {folder.name} did not report within {REPORT_WITHIN:g}s "
+                         f"(see {folder / 'supervisor.log'})")
     proc.wait()  # the first process exits at once; the supervisor is its child, no one's zombie
     report = read_json_line(line)
     if "pid" not in report:
@@ -216,7 +287,11 @@ def down(registry: ProcessRegistry, stack: str | None = None, path: str | None =
 def _down_here(registry: ProcessRegistry, folder: Path) -> None:
     """`down` with no supervisor running (it died): stop what the state says runs, in order."""
     spec = StackSpec.from_dict(read_spec(folder))
-    state = read_state(folder) or {}
+    state = read_state(folder)
+    if state is None and (folder / "state.json").exists():  # then no job is known to be stopped
+        raise StackError(f"stack {folder.name}: its state cannot be read: its jobs are left running "
+                         f"(hermes-procs ls --stack {folder.name} lists them; kill them by id)")
+    state = state or {}
     runs = {n: Run.from_dict(n, d) for n, d in (state.get("jobs") or {}).items() if n in spec.jobs}
     sessions = {n: r.session_id for n, r in runs.items() if r.session_id}
     stop_in_order(registry, spec, sessions)
@@ -229,18 +304,24 @@ def _down_here(registry: ProcessRegistry, folder: Path) -> None:
 
 def _name_of_file(home: Path, path: str | None) -> str:
     """The stack brought up from `path` (None: the stack file of the current folder)."""
-    spec_path = os.path.abspath(path) if path else None
-    if spec_path is None:
-        from .loader import find_file
-
-        spec_path = find_file(os.getcwd())
+    try:
+        spec_path = stack_path(path)  # as up read it: a folder, ~ and a relative path too
+    except StackError:  # a file deleted or renamed since: its path as given still names the stack
+        spec_path = os.path.abspath(os.path.expanduser(path or ""))
+    names = []
     for name in list_names(home):
         try:
             if read_spec(stack_dir(home, name)).get("source") == spec_path:
-                return name
+                names.append(name)
         except StackError:
             continue
-    raise StackError(f"no stack was brought up from {spec_path}")
+    up = [n for n in names if (read_state(stack_dir(home, n)) or {}).get("state") not in (None, "down")]
+    names = up or names[:1]  # those down already need no stopping
+    if len(names) > 1:  # up --name a, then up --name b: down -f stopped the first only
+        raise StackError(f"{spec_path} was brought up as {', '.join(names)}: name the one to stop")
+    if not names:
+        raise StackError(f"no stack was brought up from {spec_path}")
+    return names[0]
 
 
 @_safe
@@ -317,11 +398,14 @@ def status(folder: Path) -> dict[str, Any]:
     jobs = [{"name": n, "state": d.get("state", "waiting"), "session_id": d.get("session_id"),
              "restarts": d.get("restarts", 0), "message": d.get("message", "")}
             for n, d in (state.get("jobs") or {}).items() if isinstance(d, dict)]
-    word = str(state.get("state") or "down")
+    unreadable = not state and (folder / "state.json").exists()
+    word = "unknown" if unreadable else str(state.get("state") or "down")
     result: dict[str, Any] = {"status": "ok", "stack": folder.name, "state": word, "supervised": alive,
                               "source": state.get("source"), "format": state.get("format"), "jobs": jobs,
                               "pid": (state.get("supervisor") or {}).get("pid") if alive else None}
-    if not alive and word != "down":
+    if unreadable:
+        result["note"] = f"the state of stack {folder.name} cannot be read (hermes-procs ls --stack {folder.name})"
+    elif not alive and word != "down":
         result["state"] = "degraded"
         result["note"] = (f"the supervisor of stack {folder.name} is not running: restarts and probes are paused "
                           f"(hermes-procs restart {folder.name} takes over the running jobs)")

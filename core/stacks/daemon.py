@@ -20,6 +20,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,16 @@ class StackSupervisor:
     def stop(self, names: list[str]) -> None:
         sessions = {n: r.session_id for n, r in self.runs.items() if r.session_id and r.state in LIVE and n in names}
         self.ours.update(sessions.values())
-        for name, result in stop_in_order(self.registry, self.spec, sessions, names).items():
+        lock = threading.Lock()
+
+        def stopped(name: str) -> None:  # going down, `stacks` shows each job stopped as it ends
+            if not self.stopping:  # a reload or restart: the job starts again, not "stopped"
+                return
+            with lock:
+                self.runs[name].state, self.runs[name].message = "stopped", "stopped"
+                self.save()
+
+        for name, result in stop_in_order(self.registry, self.spec, sessions, names, stopped).items():
             if result.get("status") == "error":
                 self.log(f"{name}: could not stop {sessions[name]}: {result.get('error')}")
         for name in names:
@@ -222,7 +232,7 @@ class StackSupervisor:
                 continue
             code = row.get("exit_code") if row else None
             reason = (row.get("completion_reason") if row else None) or "lost"
-            after_exit(self.spec.jobs[run.name], run, code, reason, time.time())
+            after_exit(self.spec.jobs[run.name], run, code, reason, time.time(), stack=self.spec.name)
             self.log(f"{run.name}: {run.message}")
         return self.adopt_reruns()
 
@@ -236,9 +246,13 @@ class StackSupervisor:
         for row in rows if isinstance(rows, list) else []:
             run = stopped.get(row.get("rerun_of") or "")
             if run is not None and row.get("stack") == self.spec.name and row.get("status") == "running":
-                run.session_id, run.state, run.message = row["session_id"], "ready", "rerun by hand"
+                run.session_id, run.started, run.started_at = row["session_id"], True, time.time()
                 run.restarts += 1
-                run.started_at = time.time()
+                if self.spec.jobs[run.name].ready:  # ready once its probe passes, as any start
+                    run.state = "starting"
+                    self.probe(run.name)
+                else:
+                    run.state, run.ready, run.message = "ready", True, "rerun by hand"
                 self.log(f"{run.name}: adopted rerun {run.session_id}")
 
     def advance(self) -> None:
@@ -276,12 +290,13 @@ class StackSupervisor:
 
     def start(self, name: str) -> None:
         job, run = self.spec.jobs[name], self.runs[name]
-        port = int(job.ready.target) if job.ready and job.ready.kind == "port" else None  # the port guard
+        port = job.ready.own_port() if job.ready else None  # the port guard
         result = self.registry.spawn(job.command, cwd=job.cwd, env=job.env, pty=job.pty, name=name, port=port,
                                      stack=self.spec.name, restarts=run.restarts, rerun_of=run.session_id)
         now = time.time()
         if result.get("status") != "running":
-            after_exit(job, run, None, "start_failed", now, f"could not start: {result.get('error')}")
+            after_exit(job, run, None, "start_failed", now, f"could not start: {result.get('error')}",
+                       stack=self.spec.name)
             self.log(f"{name}: {run.message}")
             return
         run.session_id, run.started, run.started_at = result["session_id"], True, now

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 
+from .files import read_regular
 from .model import StackError
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -31,13 +32,7 @@ def read_env_files(names: list[str], root: str, where: str) -> dict[str, str]:
 
 
 def read_env_file(path: str, where: str) -> dict[str, str]:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise StackError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise StackError(f"{where}: larger than {MAX_BYTES} bytes")
+    data = read_regular(path, where, MAX_BYTES)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

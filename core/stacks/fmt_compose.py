@@ -84,13 +84,13 @@ def environment(value: object, where: str) -> dict[str, str]:
     if value is None:
         return {}
     if isinstance(value, list):
-        env = {}
+        pairs: dict[str, object] = {}
         for item in value:
             name, sep, text = item.partition("=") if isinstance(item, str) else ("", "", "")
             if not sep or not name:
                 raise StackError(f"{where}: expected NAME=value, not {schema.describe(item)}")
-            env[name] = text
-        return env
+            pairs[name] = text
+        value = pairs  # and checked as a table is (no NUL in a name or value)
     return schema.env_table(value, where)
 
 
@@ -129,6 +129,7 @@ def probe(data: dict[str, Any], where: str, warnings: list[str]) -> Probe:
             raise StackError(f"{where}.http_get.port: must be a TCP port, not {schema.describe(port)}")
         url = (f"{schema.text(http, 'scheme', where, 'http')}://{schema.text(http, 'host', where, '127.0.0.1')}"
                f":{port}{schema.text(http, 'path', where, '/')}")
+        schema.check_url(url, f"{where}.http_get")
         return Probe("http", url, timeout, period, delay, attempt)
     raise StackError(f"{where}: needs exec or http_get")
 
@@ -152,4 +153,4 @@ def shutdown(job: JobSpec, value: object, where: str, warnings: list[str]) -> No
         return
     data = schema.table(value, where)
     ignored(data, ("timeout_seconds",), f"{where}.", warnings)
-    job.stop_grace = schema.seconds(data, "timeout_seconds", where, 3.0)
+    job.stop_grace = schema.seconds(data, "timeout_seconds", where, 3.0, maximum=schema.MAX_STOP_GRACE)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from . import schema
+from . import filewatch, schema
 from .envfile import read_env_files
 from .model import CONDITIONS, POLICIES, JobSpec, Probe, StackError, StackSpec, check_graph
 
@@ -74,7 +74,8 @@ def job(name: str, raw: object, root: str, where: str) -> JobSpec:
         max_restarts=schema.count(data, "max_restarts", where, None),
         backoff=schema.seconds(data, "backoff", where, 1.0),
         backoff_max=schema.seconds(data, "backoff_max", where, 30.0),
-        watch=schema.text_list(data, "watch", where), stop_grace=schema.seconds(data, "stop_grace", where, 3.0),
+        watch=globs(data, where),
+        stop_grace=schema.seconds(data, "stop_grace", where, 3.0, maximum=schema.MAX_STOP_GRACE),
         autostart=schema.flag(data, "autostart", where, True))
 
 
@@ -111,10 +112,20 @@ def probe_target(kind: str, value: Any, where: str) -> str:
         return str(value)
     if not isinstance(value, str) or not value.strip() or "\0" in value:
         raise StackError(f"{where}: must be a non-empty string, not {schema.describe(value)}")
-    if kind == "http" and not value.startswith(("http://", "https://")):
-        raise StackError(f"{where}: must be an http:// or https:// URL, not {schema.describe(value)}")
+    if kind == "http":
+        schema.check_url(value, where)
     if kind == "output":
         from .probes import check_pattern
 
         check_pattern(value, where)
     return value
+
+
+def globs(data: dict[str, Any], where: str) -> list[str]:
+    """`watch`: globs relative to the file's folder, each one RE2 can match (filewatch.check)."""
+    found = schema.text_list(data, "watch", where)
+    for glob in found:
+        why = filewatch.check(glob)
+        if why:
+            raise StackError(f"{where}.watch: {schema.describe(glob)} {why}")
+    return found

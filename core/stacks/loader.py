@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from . import fmt_compose, fmt_mprocs, fmt_procfile, fmt_toml
+from .files import read_regular
 from .model import StackError, StackSpec, check_name
 
 # what `up` looks for without -f, in this order
@@ -44,34 +45,31 @@ def load_stack(path: str | None = None, name: str | None = None, cwd: str | None
     """The validated stack of `path` (None: the first stack file in `cwd`; a folder: the first
     stack file in it), named `name` (None: the file's `name`, else its folder's name). Raises
     StackError with one line."""
-    folder = os.path.abspath(cwd or os.getcwd())
-    path = find_file(folder) if path in (None, "") else os.path.abspath(os.path.join(folder, os.path.expanduser(path)))
-    assert path is not None
-    if os.path.isdir(path):
-        path = find_file(path)
-    elif not os.path.lexists(path):
-        raise StackError(f"no such file: {path}")
+    path = stack_path(path, cwd)
     load = loader_for(path)
     label = os.path.basename(path)
-    spec = load(path, os.path.dirname(path), read_file(path, label), label)
+    try:
+        spec = load(path, os.path.dirname(path), read_regular(path, label, MAX_FILE), label)
+    except RecursionError:  # the parsers recurse into lists and tables: [[[[... a hundred thousand deep
+        raise StackError(f"{label}: nested too deeply") from None
     spec.name = check_name(name) if name else (check_name(spec.name, f"{label}: name") if spec.name
                                                else folder_name(spec.root))
     return spec
 
 
-def read_file(path: str, label: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            if not os.path.isfile(path):
-                raise StackError(f"{label}: not a regular file")
-            data = fh.read(MAX_FILE + 1)
-    except FileNotFoundError:
-        raise StackError(f"no such file: {path}") from None
-    except OSError as exc:
-        raise StackError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE:
-        raise StackError(f"{label}: larger than {MAX_FILE} bytes")
-    return data
+def stack_path(path: str | None, cwd: str | None = None) -> str:
+    """The absolute path of the stack file `path` names (None: the first stack file in `cwd`;
+    a folder: the first stack file in it; `~` and relative paths as a shell reads them)."""
+    folder = os.path.abspath(cwd or os.getcwd())
+    if path in (None, ""):
+        return find_file(folder)
+    assert path is not None
+    found = os.path.abspath(os.path.join(folder, os.path.expanduser(path)))
+    if os.path.isdir(found):
+        return find_file(found)
+    if not os.path.lexists(found):
+        raise StackError(f"no such file: {found}")
+    return found
 
 
 def folder_name(folder: str) -> str:

@@ -40,6 +40,24 @@ class Probe:
     initial_delay: float = 0.0
     attempt_timeout: float = 5.0  # seconds one http or exec attempt may take
 
+    def own_port(self) -> int | None:
+        """The port the job itself must listen on for this probe to pass: a `port` probe's, or
+        an `http` probe's on this machine (127.0.0.1, localhost, [::1]) with its port given.
+        The job starts with it claimed (the port guard), so that another process already
+        listening there fails the job instead of making it ready."""
+        if self.kind == "port":
+            return int(self.target)
+        if self.kind != "http":
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            url = urlsplit(self.target)
+            port = url.port
+        except ValueError:
+            return None
+        return port if port and url.hostname in ("127.0.0.1", "localhost", "::1") else None
+
     def describe(self) -> str:
         """`port 5432`, `output /listening/`, `http http://...`, `exec pg_isready`."""
         return f"output /{self.target}/" if self.kind == "output" else f"{self.kind} {self.target}"

@@ -28,8 +28,9 @@ from .model import Probe, StackError
 if TYPE_CHECKING:
     from .core_api import ProcessRegistry
 
-CHUNK = 1 << 20
+CHUNK = 256 << 10  # bytes of output one regex call takes (RE2: ~0.7 s at most; the worker: its deadline)
 CARRY = 64 << 10
+STEP_BUDGET = 0.5  # seconds of output scanning in one look of an output probe
 
 
 def check_pattern(pattern: str, where: str) -> None:
@@ -103,7 +104,7 @@ class _Port:
 
 
 class _Output:
-    """Every byte of the run's output since its start, in 1 MiB steps, lines kept whole."""
+    """Every byte of the run's output since its start, in CHUNK steps, lines kept whole."""
 
     def __init__(self, probe: Probe, registry: ProcessRegistry, session_id: str, *_: Any) -> None:
         self.registry, self.session_id = registry, session_id
@@ -113,7 +114,12 @@ class _Output:
         self.last = ""
 
     def check(self) -> bool:
-        for _ in range(16):
+        # at most 16 MiB a look, and no new step after STEP_BUDGET seconds (a slow pattern must
+        # not stall the stack's loop: its probe timeouts and `down`); the next look goes on from here
+        budget = time.monotonic() + STEP_BUDGET
+        for _ in range((16 << 20) // CHUNK):
+            if time.monotonic() > budget:
+                return False
             got = self.registry.log_bytes(self.session_id, start=self.offset, max_bytes=CHUNK)
             data = got.get("data") if isinstance(got, dict) else None
             if not data:

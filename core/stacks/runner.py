@@ -25,6 +25,9 @@ from .model import JobSpec
 
 GOOD = ("ready", "exited")
 DEAD = ("failed", "blocked", "off", "stopped")  # will not change by itself
+MIN_BACKOFF = 0.1  # seconds: the least first delay of a restart policy
+MAX_BACKOFF_FLOOR = 1.0  # seconds: a crash loop doubles its delay up to at least this
+MAX_MESSAGE = 500  # characters of a job's message kept in the stack's state
 RESET_AFTER = 10.0  # seconds: a run that lasted longer than this (and backoff_max) resets the doubling
 
 
@@ -50,6 +53,7 @@ class Run:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("extra")
+        data["message"] = str(data["message"])[:MAX_MESSAGE]  # the state of many jobs stays small
         return data
 
     @classmethod
@@ -74,6 +78,8 @@ def dependency_verdict(condition: str, dep: Run) -> str | None:
         return None
     if dep.state == "off":
         return f"{dep.name} is not started automatically"
+    if dep.state == "blocked":  # its own row says by what: a chain of 200 nested its messages
+        return f"{dep.name} is blocked"
     if dep.state in DEAD or (dep.state == "unready" and condition == "ready"):
         return f"{dep.name} {dep.message or dep.state}"
     if condition == "completed_successfully" and dep.state == "exited":
@@ -81,23 +87,25 @@ def dependency_verdict(condition: str, dep: Run) -> str | None:
     return "wait"
 
 
-def after_exit(job: JobSpec, run: Run, code: int | None, reason: str, now: float, what: str = "") -> None:
+def after_exit(job: JobSpec, run: Run, code: int | None, reason: str, now: float, what: str = "", *,
+               stack: str) -> None:
     """Apply the job's restart policy to a run that ended (`reason`: the registry's
     completion_reason, or "start_failed" with `what` saying why; "killed" is someone's kill,
-    never restarted)."""
+    never restarted; `stack`: the stack's name, for the command that restarts it)."""
     run.completed = run.completed or reason != "start_failed"
     run.exit_code = code
     run.succeeded = run.succeeded or code == 0
     what = what or _ending(code, reason)
     if reason == "killed":
-        run.state, run.message = "stopped", f"{what} (restart it with: hermes-procs restart STACK {job.name})"
+        run.state, run.message = "stopped", f"{what} (restart it with: hermes-procs restart {stack} {job.name})"
         return
     wanted = job.restart == "always" or (job.restart == "on-failure" and code != 0)
     if not wanted:
         run.state, run.message = ("exited", what) if code == 0 else ("failed", what)
         return
     if job.max_restarts is not None and run.policy_restarts >= job.max_restarts:
-        run.state, run.message = "failed", f"{what}; gave up after {run.policy_restarts} restarts"
+        times = run.policy_restarts
+        run.state, run.message = "failed", f"{what}; gave up after {times} restart{'s' * (times != 1)}"
         return
     lasted = now - run.started_at if run.started_at else 0.0
     run.crashes = 1 if lasted > max(RESET_AFTER, job.backoff_max) else run.crashes + 1
@@ -109,8 +117,12 @@ def after_exit(job: JobSpec, run: Run, code: int | None, reason: str, now: float
 
 
 def backoff_delay(job: JobSpec, crashes: int) -> float:
-    """backoff, 2 x backoff, 4 x backoff, ... capped at backoff_max (crashes counts from 1)."""
-    return float(min(job.backoff * (2 ** max(0, min(crashes, 60) - 1)), max(job.backoff_max, job.backoff)))
+    """backoff, 2 x backoff, 4 x backoff, ... capped at backoff_max (crashes counts from 1); a
+    crash loop waits at least MIN_BACKOFF, doubling up to at least MAX_BACKOFF_FLOOR (backoff = 0
+    with backoff_max = 0 restarted a job that exits at once 56 times a second)."""
+    first = max(job.backoff, MIN_BACKOFF)
+    cap = max(job.backoff_max, job.backoff, MAX_BACKOFF_FLOOR)
+    return float(min(first * (2 ** max(0, min(crashes, 60) - 1)), cap))
 
 
 def _ending(code: int | None, reason: str) -> str:

@@ -5,18 +5,35 @@ from __future__ import annotations
 
 import math
 import os
+import reprlib
 from typing import Any
 
 from .model import StackError, closest
 
 MAX_SECONDS = 86400.0 * 7
+# a job's grace between SIGTERM and SIGKILL on `down`: `down`, `up` and `restart` wait for it
+# (a client gives up after 120 s), so a file cannot hold them for days
+MAX_STOP_GRACE = 60.0
 MAX_TEXT = 128 << 10  # characters of a command, like an exec argument
+
+
+_SHORT = reprlib.Repr()  # a few levels and items: a YAML alias of aliases never repr'd whole
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother = 2, 4, 4, 60, 60
 
 
 def describe(value: object) -> str:
     """A value as an error quotes it: its repr, cut to 40 characters."""
-    text = repr(value)
+    text = _SHORT.repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_url(url: str, where: str) -> None:
+    """An http(s) URL a probe can GET: its scheme, and no space or control character in it
+    (http.client refuses those on every attempt; the file is where to say so)."""
+    if not url.startswith(("http://", "https://")) or not url.split("://", 1)[1]:
+        raise StackError(f"{where}: must be an http:// or https:// URL, not {describe(url)}")
+    if any(ord(c) <= 0x20 or 0x7f <= ord(c) <= 0x9f for c in url):
+        raise StackError(f"{where}: a URL holds no spaces or control characters, not {describe(url)}")
 
 
 def table(value: object, where: str) -> dict[str, Any]:
@@ -50,12 +67,13 @@ def flag(data: dict[str, Any], key: str, where: str, default: bool) -> bool:
     return value
 
 
-def seconds(data: dict[str, Any], key: str, where: str, default: float, allow_zero: bool = True) -> float:
+def seconds(data: dict[str, Any], key: str, where: str, default: float, allow_zero: bool = True,
+            maximum: float = MAX_SECONDS) -> float:
     value = data.get(key, default)
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or not (0 <= value <= MAX_SECONDS) or (value == 0 and not allow_zero):
+    if not ok or not (0 <= value <= maximum) or (value == 0 and not allow_zero):
         low = "0" if allow_zero else "more than 0"
-        raise StackError(f"{where}.{key}: must be a number of seconds from {low} to {MAX_SECONDS:g}, "
+        raise StackError(f"{where}.{key}: must be a number of seconds from {low} to {maximum:g}, "
                          f"not {describe(value)}")
     return float(value)
 

@@ -11,13 +11,17 @@ from typing import TYPE_CHECKING, Any
 from .model import StackSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .core_api import ProcessRegistry
 
 
 def stop_in_order(registry: ProcessRegistry, spec: StackSpec, sessions: dict[str, str],
-                  names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+                  names: list[str] | None = None,
+                  stopped: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
     """Kill the running jobs of `sessions` (name -> session id) among `names` (default: all),
-    dependents first. Returns name -> the kill result."""
+    dependents first; `stopped(name)` is called (from that job's thread) as each one ends.
+    Returns name -> the kill result."""
     chosen = set(spec.jobs if names is None else names)
     done = {name: threading.Event() for name in spec.jobs}
     results: dict[str, dict[str, Any]] = {}
@@ -30,6 +34,8 @@ def stop_in_order(registry: ProcessRegistry, spec: StackSpec, sessions: dict[str
             if sid and name in chosen:
                 result = registry.kill(sid, grace=spec.jobs[name].stop_grace)
                 results[name] = result if isinstance(result, dict) else {"status": "error", "error": str(result)}
+                if stopped is not None and results[name].get("status") != "error":
+                    stopped(name)
         finally:
             done[name].set()
 

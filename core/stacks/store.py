@@ -36,33 +36,47 @@ def stacks_dir(home: Path, create: bool = False) -> Path:
     One that exists must be a private folder of ours, never a link planted to elsewhere
     (StackError otherwise)."""
     path = home / STACKS
-    if create:
-        return ensure_private_dir(path)
-    if os.path.lexists(path):
-        try:
-            check_private_dir(path)
-        except ValueError:
-            raise StackError(f"{path} is not a private folder of yours (a link, another owner's, or writable "
-                             "by others): nothing in it is used; remove it") from None
+    if create or os.path.lexists(path):
+        _private(path, create)
     return path
 
 
 def stack_dir(home: Path, name: str, create: bool = False) -> Path:
-    """The stack's folder; StackError when it does not exist (and `create` is false)."""
+    """The stack's folder, a private folder of ours like stacks/ (a link planted there is never
+    followed); StackError when it does not exist (and `create` is false) or is not one."""
     path = stacks_dir(home, create) / check_name(name)
-    if create:
-        return ensure_private_dir(path)
-    if not path.is_dir():
+    if not create and not os.path.lexists(path):
         known = list_names(home)
         raise StackError(f"no stack named {name!r}" + (f" (stacks: {', '.join(known)})" if known else ""))
+    _private(path, create)
     return path
 
 
-def list_names(home: Path) -> list[str]:
+def _private(path: Path, create: bool) -> None:
+    """Make (for `create`) or check a private folder of ours; StackError naming it otherwise."""
     try:
-        return sorted(e.name for e in os.scandir(stacks_dir(home)) if e.is_dir(follow_symlinks=False))
+        ensure_private_dir(path) if create else check_private_dir(path)
+    except ValueError:
+        raise StackError(f"{path} is not a private folder of yours (a link, another owner's, or writable "
+                         "by others): nothing in it is used; remove it") from None
+
+
+def list_names(home: Path) -> list[str]:
+    """The stacks of the home: the private folders of ours in stacks/ (a link, or a folder others
+    can write to, is none: it is left out of every listing, not an error for all of them)."""
+    try:
+        entries = list(os.scandir(stacks_dir(home)))
     except OSError:
         return []
+    return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and _is_private(Path(e.path)))
+
+
+def _is_private(path: Path) -> bool:
+    try:
+        check_private_dir(path)
+    except ValueError:
+        return False
+    return True
 
 
 def read_state(folder: Path) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import StackError
+from .model import StackError, closest
 from .schema import table
 
 
@@ -52,8 +52,9 @@ _LOADER: Any = None
 
 
 def ignored(data: dict[str, Any], supported: tuple[str, ...], prefix: str, warnings: list[str]) -> None:
-    """One warning line per key hermes-procs does not map (never dropped silently); `prefix`
-    is where the keys are (`process-compose.yaml: processes.api.`)."""
+    """One warning line per key hermes-procs does not map (never dropped silently), with the
+    supported key it may be a typo of; `prefix` is where the keys are
+    (`process-compose.yaml: processes.api.`)."""
     for key in data:
         if key not in supported:
-            warnings.append(f"{prefix}{key}: not supported, ignored")
+            warnings.append(f"{prefix}{key}: not supported, ignored{closest(str(key), supported)}")
