@@ -29,6 +29,23 @@ def test_read_log_offsets_and_showing(hermes):
     assert hermes.read_log(session.id, offset=-1)["status"] == "error"
 
 
+def test_read_log_past_the_answer_cap_says_where_the_rest_is(hermes):
+    session = hermes.spawn_local("for i in $(seq 0 2999); do printf '%05d %0994d\\n' $i 0; done")
+    hermes.wait(session.id, timeout=30)
+    page = hermes.read_log(session.id, offset=1, limit=3000)  # 3 MB asked for: 100,000 characters answered
+    shown = page["output"].splitlines()
+    assert shown[0].startswith("00001 ") and len(shown) == 99, len(shown)  # 1,000 characters a line
+    assert page["showing"] == "99 lines; answer capped at 100,000 characters: " \
+                              "2900 more lines after them (read on with offset=100)"
+    # a tail: Hermes' offset=0 is the tail, so the rest is read from offset 1 at least (the note
+    # said offset=0, which gave the same page again)
+    tail = hermes.read_log(session.id, limit=150)
+    assert tail["output"].splitlines()[0].startswith("02901 ")
+    assert tail["showing"].endswith("51 more lines before them (read them with offset=2850, limit=51)")
+    whole = hermes.read_log(session.id, limit=3000)
+    assert whole["showing"].endswith("2901 more lines before them (read them with offset=1, limit=2900)")
+
+
 @pytest.mark.parametrize("bad", ["nonexistent", "xyz123", "proc_ffffffffffff", "ffff", "../etc"])
 def test_unresolvable_ids_are_not_found(hermes, bad):
     for result in (hermes.poll(bad), hermes.read_log(bad), hermes.wait(bad, timeout=1), hermes.kill_process(bad),

@@ -44,6 +44,23 @@ def test_attributes_set_after_spawn_take_effect(hermes):
     assert "Command: read line" in text and "done ok" in text
 
 
+def test_a_job_whose_supervisor_was_killed_is_still_notified(hermes):
+    # no supervisor, no completion event: the agent, told it would be notified, waited for ever
+    import json
+    import signal
+
+    session = hermes.spawn_local("echo hi; sleep 0.3", notify_on_complete=True)
+    proc = json.loads((hermes.registry.job_dir(session.id) / "proc.json").read_text())
+    os.kill(proc["supervisor_pid"], signal.SIGKILL)
+    (event, text), = drained(hermes)
+    assert event["type"] == "completion" and event["completion_reason"] == "lost" and event["exit_code"] is None
+    assert text.startswith(f"[IMPORTANT: Background process {session.id} was lost (its supervisor disappeared) "
+                           "(exit code unknown)")
+    hermes._notes._lost_look = 0  # the next pump looks again at once
+    hermes.pump()
+    assert hermes.drain_notifications() == []  # once
+
+
 def test_notify_can_be_turned_off_after_spawn(hermes):
     session = hermes.spawn_local("sleep 0.3", notify_on_complete=True)
     session.notify_on_complete = False

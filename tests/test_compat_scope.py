@@ -103,6 +103,59 @@ AGENT = textwrap.dedent("""
 """)
 
 
+def test_a_secret_passed_on_purpose_is_masked_for_the_agent(hermes):
+    # without Hermes installed, _HERMES_FORCE_NAME is how a secret reaches a job: it was not masked
+    session = hermes.spawn_local("echo pw=$MY_DB_PASSWORD", env_vars={"_HERMES_FORCE_MY_DB_PASSWORD": "pw-Forced99x"})
+    assert hermes.wait(session.id, timeout=10)["output"].strip() == "pw=***"
+
+
+def test_a_secret_stays_masked_after_an_agent_restart(home, login_shell_home, monkeypatch):
+    # the values to mask were learnt only at spawn: after a restart the job taken back showed the
+    # password it printed in the clear
+    monkeypatch.setenv("MY_DB_PASSWORD", "pw-Zq8xLm3Rt")
+    agent = AGENT.replace('"sleep 30", task_id', '"echo pw=$MY_DB_PASSWORD; sleep 30", '
+                          'env_vars={"_HERMES_FORCE_MY_DB_PASSWORD": "pw-Zq8xLm3Rt"}, task_id')
+    out = subprocess.run([sys.executable, "-c", agent, str(home)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job_id = out.stdout.strip()
+    with HermesProcessRegistry(home=home) as hermes:
+        assert hermes.recover_from_checkpoint() == 1
+        log = wait_until(lambda: (got := hermes.read_log(job_id)["output"]) and "pw=" in got and got)
+        assert "pw-Zq8xLm3Rt" not in log and "pw=***" in log, repr(log)
+        hermes.kill_all(grace=0.2)
+
+
+def test_a_job_that_ended_while_the_agent_was_down_is_still_notified(home, registry):
+    # stock Hermes (and this adapter before) said nothing: the agent was told it would be notified
+    agent = AGENT.replace('"sleep 30", task_id', '"sleep 0.3; echo finished", task_id')
+    out = subprocess.run([sys.executable, "-c", agent, str(home)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job_id = out.stdout.strip()
+    assert registry.wait(job_id, timeout=10)["status"] == "exited"  # it ended with no agent running
+    with HermesProcessRegistry(home=home) as hermes:
+        assert hermes.recover_from_checkpoint() == 0  # nothing running was taken over
+        (event, _), = wait_until(lambda: hermes.drain_notifications(), timeout=10)
+        assert event["session_id"] == job_id and event["exit_code"] == 0 and "finished" in event["output"]
+        assert event["session_key"] == "chat-9"
+        time.sleep(0.5)
+        assert hermes.drain_notifications() == []  # once
+
+
+def test_a_completion_delivered_before_a_restart_is_not_told_again(home, registry):
+    # the agent is told, then crashes (os._exit: no atexit hook writes its checkpoint again)
+    delivered = ("import time\ngot, deadline = [], time.monotonic() + 10\n"
+                 "while not got and time.monotonic() < deadline:\n    got = reg.drain_notifications()\n"
+                 "    time.sleep(0.05)\nprint(s.id, len(got), flush=True)\nimport os\nos._exit(0)")
+    agent = AGENT.replace('"sleep 30", task_id', '"sleep 0.2", task_id').replace("print(s.id, flush=True)", delivered)
+    out = subprocess.run([sys.executable, "-c", agent, str(home)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.split()[1] == "1", (out.stdout, out.stderr)  # told before the end
+    with HermesProcessRegistry(home=home) as hermes:
+        hermes.recover_from_checkpoint()
+        time.sleep(0.3)
+        hermes.pump()
+        assert hermes.drain_notifications() == []  # the agent before the restart had it
+
+
 def test_recover_from_checkpoint_after_an_agent_restart(home, registry, alive):
     human = registry.spawn("sleep 30")
     out = subprocess.run([sys.executable, "-c", AGENT, str(home)], capture_output=True, text=True, timeout=60)

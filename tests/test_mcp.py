@@ -232,6 +232,23 @@ def test_errors_are_flagged(tmp_path):
     run(with_client(tmp_path / "home", body))
 
 
+def test_a_job_named_in_bytes_that_are_not_utf8(tmp_path):
+    # a byte that is not UTF-8 in a command or name (bash -c $'... \x9b') is a lone surrogate in
+    # Python: the SDK could not write it, the server died on its first list, every time after too
+    home = tmp_path / "home"
+    registry = ProcessRegistry(home=home)
+    sid = registry.spawn("echo hi; : \udc9b", name="odd\udc9b")["session_id"]
+    registry.wait(sid, timeout=10)
+
+    async def body(c):
+        listed = await c.ok("process_list")
+        assert [(p["name"], p["command"]) for p in listed["processes"]] == [("odd\\udc9b", "echo hi; : \\udc9b")]
+        assert (await c.ok("process_poll", session_id=sid))["name"] == "odd\\udc9b"
+        assert (await c.ok("process_poll", session_id=sid))["status"] == "exited"  # the server lives on
+
+    run(with_client(home, body))
+
+
 @pytest.mark.timeout(60)
 def test_serve_function_directly(tmp_path):
     """serve(home) is what the CLI calls; run it without the CLI too."""

@@ -255,3 +255,18 @@ def test_default_registry_is_lazy_and_shared(home, monkeypatch):
     reg = tool.default_registry()
     assert reg is tool.default_registry() and str(reg.home) == str(home)
     assert json.loads(handle_process({"action": "wait", "session_id": out["session_id"]}))["exit_code"] == 0
+
+
+def test_log_and_search_answers_fit_a_models_context(registry):
+    # 5 MB of 200,000-character lines: the default log answered 983,881 characters and a search
+    # 244,795 (many MCP clients refuse far less); at most ANSWER_CHARS of lines, with where the rest is
+    script = "import sys\nfor i in range(25): sys.stdout.write(f'{i:03d}' + 'q' * 199_997 + '\\n')"
+    sid = call(registry, action="exec", command=f"{sys.executable} -c \"{script}\"")["session_id"]
+    assert call(registry, action="wait", session_id=sid, timeout=30)["status"] == "exited"
+    page = call(registry, action="log", session_id=sid)
+    assert len(page["output"]) <= tool.ANSWER_CHARS and page["capped"], len(page["output"])
+    assert "answer capped at 100,000 characters" in page["showing"] and "offset=" in page["note"]
+    found = call(registry, action="search", session_id=sid, pattern="q+", context=1)
+    chars = sum(len(line) for m in found["matches"] for line in [m["line"], *m["before"], *m["after"]])
+    assert chars <= tool.ANSWER_CHARS and found["truncated"] and found["total"] == 25, found.get("note")
+    assert registry.read_log(sid)["shown_lines"] > page["shown_lines"]  # the API keeps its 1 MiB

@@ -53,6 +53,7 @@ from .compat_events import Notifications
 from .compat_output import OutputFollower
 from .compat_secrets import SecretValues
 from .compat_session import PERSISTED, ROUTE_KEYS, ProcessSession, format_process_notification
+from .tool import ANSWER_CHARS
 
 if TYPE_CHECKING:
     from ..registry.interface import Interrupt
@@ -120,6 +121,9 @@ class HermesProcessRegistry:
         self._tails: dict[str, tuple[tuple[int, int, int, int, bool], str]] = {}
         self._errors_logged: set[str] = set()
         self._secrets = SecretValues()
+        # what this process would give its jobs: after a restart the jobs taken back were given
+        # the same values by the process before (they were masked then, and were shown raw after)
+        self._secrets.add_from(os.environ)
         self._stock: Any = None  # the registry the plugin replaced: runs what hermes-procs cannot
         self._remote: dict[str, Any] = {}  # session id -> the registry of the sandbox host it runs on
         self._hosts: dict[tuple[str, tuple[str, ...]], Any] = {}  # sandbox host -> its registry
@@ -289,8 +293,7 @@ class HermesProcessRegistry:
             env = None if environ is not None else _child_overrides(env_vars)
         except (TypeError, ValueError, AttributeError) as exc:
             raise RuntimeError(f"could not start {command!r}: {exc}") from None
-        if environ is not None:
-            self._secrets.add_from(environ)
+        self._secrets.add_from(environ if environ is not None else env or {})  # a _HERMES_FORCE_ one too
         with self._lock:  # the id is known before its events can be drained
             result = self._registry.spawn(command, cwd=folder, env=env, environ=environ,
                                           shell=stock.shell_argv(bool(use_pty)), pty=bool(use_pty),
@@ -419,12 +422,16 @@ class HermesProcessRegistry:
         return adopted
 
     def _take(self, session_id: str, fields: dict[str, Any]) -> int:
-        """Own the running job `session_id` with `fields` (from a checkpoint): 1, else 0."""
+        """Own the running job `session_id` with `fields` (from a checkpoint): 1, else 0. A
+        `notify_on_complete` job of ours that ended while no agent ran is owned too (0), and its
+        completion queued at the next pump: the agent was told it would be notified."""
         sid = self._resolve(session_id)
         if sid is None or sid in self._own:
             return 0
         info = self._registry.get(sid)
-        if info.get("status") != "running":
+        running = info.get("status") == "running"
+        if not running and not (info.get("status") == "exited" and fields.get("notify_on_complete")
+                                and not fields.get("adopted")):
             return 0
         meta = info.get("meta", {})
         adopted = bool(fields.get("adopted") or meta.get("adopted_from"))
@@ -435,8 +442,10 @@ class HermesProcessRegistry:
         with self._lock:
             self._sessions[sid] = session
             self._adopt(session)
-        if adopted:
+        if adopted or not running:  # no supervisor's event will tell of its end: look at it
             self._notes.watch_adopted(session)
+        if not running:
+            return 0
         if session.watcher_interval > 0:
             self.pending_watchers.append({
                 "session_id": session.id, "check_interval": session.watcher_interval,
@@ -532,12 +541,13 @@ class HermesProcessRegistry:
             return results.not_found(session_id)
         exited = session.exited  # before reading: a page read after the exit holds its last line
         tail = not offset and isinstance(limit, int) and limit > 0
-        page = self._reg(session.id).read_log(session.id, offset=None if tail else offset, limit=limit)
+        page = self._reg(session.id).read_log(session.id, offset=None if tail else offset, limit=limit,
+                                              max_chars=ANSWER_CHARS)
         if page.get("status") not in ("running", "exited"):
             return self._view(page)
-        result = results.log_page(session, page)
+        result = results.log_page(session, page, tail)
         total = int(page.get("total_lines") or 0)
-        seen_end = total == 0 or (bool(result["output"]) and (tail or int(offset) + int(limit) >= total))
+        seen_end = total == 0 or (bool(result["output"]) and (tail or _reached(page, offset, limit) >= total))
         if exited and seen_end:
             self._notes.consumed.add(session.id)
         return self._view(result)
@@ -819,3 +829,9 @@ def _child_overrides(env_vars: dict[str, Any] | None) -> dict[str, Any] | None:
         if name:
             env[name] = str(value)
     return env
+
+
+def _reached(page: dict[str, Any], offset: int, limit: int) -> int:
+    """The line after the last one a page from `offset` holds (fewer than `limit` when capped)."""
+    return int(page["first_line"]) + int(page["shown_lines"]) if page.get("capped") else int(offset) + int(limit)
+

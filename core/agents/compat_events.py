@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -30,6 +31,7 @@ __all__ = ["Adapter", "Notifications", "owns"]
 T = TypeVar("T")
 
 COMPLETION_OUTPUT_CHARS = 2000
+LOST_EVERY = 2.0  # seconds between looks for jobs of ours whose supervisor died (they report no end)
 
 
 class Adapter(SessionOwner, Protocol):
@@ -40,8 +42,11 @@ class Adapter(SessionOwner, Protocol):
     _own: set[str]
     _own_only: bool
     _stock: Any  # the registry the plugin replaced, if any
+    _remote: dict[str, Any]  # session id -> the registry of the sandbox host it runs on
 
     def _read_events(self) -> list[dict[str, Any]]: ...
+
+    def _save_checkpoint(self) -> None: ...
 
     def _log_once(self, what: str, exc: BaseException | str) -> None: ...
 
@@ -61,6 +66,8 @@ class Notifications:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._watched: dict[str, bool] = {}  # adopted sessions (no supervisor, no events): exited yet?
+        self._lost_look = 0.0
+        self._ended: set[str] = set()  # sessions of ours seen ended: not looked at again
 
     # ---- the feeder ------------------------------------------------------------------------
     def start(self) -> None:
@@ -90,6 +97,7 @@ class Notifications:
         """Move pending events of the adapter's jobs onto the queue; returns how many."""
         adapter = self._adapter
         with self._lock:
+            self._look_for_lost()
             out: list[dict[str, Any]] = []
             for event in adapter._read_events():
                 try:
@@ -99,7 +107,23 @@ class Notifications:
             out.extend(self._adopted_ends())
         for event in out:
             self.queue.put(adapter._view(event))
+        if any(event.get("type") == "completion" for event in out):
+            adapter._save_checkpoint()  # without the job: a restart after this must not tell it again
         return len(out)
+
+    def _look_for_lost(self) -> None:
+        """A job of ours whose supervisor was killed writes no end: the first look that finds it
+        lost writes its events (core/registry/lostjobs.py), read right after. One look at each
+        running job every LOST_EVERY seconds."""
+        if time.monotonic() - self._lost_look < LOST_EVERY:
+            return
+        self._lost_look = time.monotonic()
+        for sid in list(self._adapter._own):
+            session = self._adapter._sessions.get(sid)
+            if session is None or sid in self._watched or sid in self._ended or sid in self._adapter._remote:
+                continue  # a sandbox host's job: its own supervisor there writes its end
+            if session.exited:
+                self._ended.add(sid)  # the look itself noted a lost job
 
     def _adopted_ends(self) -> list[dict[str, Any]]:
         """Completions of adopted sessions that have ended since the last look (stock Hermes

@@ -43,13 +43,28 @@ def poll_result(session: ProcessSession, preview: str, no_history: bool) -> dict
     return result
 
 
-def log_page(session: ProcessSession, page: dict[str, Any]) -> dict[str, Any]:
-    """``read_log``: a page of whole lines."""
+def log_page(session: ProcessSession, page: dict[str, Any], tail: bool) -> dict[str, Any]:
+    """``read_log``: a page of whole lines (`tail`: the last ones, Hermes' ``offset=0``)."""
     lines = page.get("output", "")
-    count = len(lines.split("\n")) if lines else 0
+    count = page["shown_lines"] if page.get("capped") else len(lines.split("\n")) if lines else 0
+    showing = f"{count} lines" + (f"; {_rest(page, tail)}" if page.get("capped") else "")
     return {"session_id": session.id, "command": session.command,
             "status": "exited" if session.exited else "running", "output": lines,
-            "total_lines": page.get("total_lines", 0), "showing": f"{count} lines"}
+            "total_lines": page.get("total_lines", 0), "showing": showing}
+
+
+def _rest(page: dict[str, Any], tail: bool) -> str:
+    """Where the lines a capped page left out are, in Hermes' terms: its ``offset=0`` is the
+    tail, so lines before a tail are read from offset 1 at least (the API's note said offset=0:
+    the same page again)."""
+    cap, _, _ = page["note"].partition(":")
+    first, shown, left = page["first_line"], page["shown_lines"], page["left_out"]
+    if not tail:
+        return f"{cap}: {left} more lines after them (read on with offset={first + shown})"
+    start = max(1, first - left)
+    if first <= start:  # only line 0 is left out: Hermes' offset=0 is the tail
+        return f"{cap}: the first line is left out (a tail of all {first + shown} lines has it)"
+    return f"{cap}: {left} more lines before them (read them with offset={start}, limit={first - start})"
 
 
 def wait_exited(session: ProcessSession, output: str, note: str | None) -> dict[str, Any]:

@@ -210,7 +210,8 @@ def _completion(evt: dict[str, Any]) -> str:
     sigterm = ", SIGTERM" if code in (-15, 143) else ""
     handoff = (f"Handed off to you by a subagent before it finished. Purpose: {evt['handoff_note']}\n"
                if evt.get("handoff_note") else "")
-    return (f"[IMPORTANT: Background process {sid} {status} (exit code {code}{sigterm}).\n"
+    shown = "exit code unknown" if code is None else f"exit code {code}{sigterm}"  # lost: nobody saw it
+    return (f"[IMPORTANT: Background process {sid} {status} ({shown}).\n"
             f"{handoff}Command: {command}\nOutput:\n{evt.get('output', '')}]")
 
 

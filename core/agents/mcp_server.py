@@ -30,7 +30,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field, ValidationError
 
 from ..registry.version import version
-from ..supervisor.text import safe_json
+from ..supervisor.text import encodable, safe_json
+from .mcp_stdin import mend_stdin
 from .tool import run_action
 
 if TYPE_CHECKING:
@@ -120,10 +121,10 @@ _ERROR_STATUSES = ("error", "not_found")
 
 
 def _result(result: dict[str, Any]) -> CallToolResult:
-    text = safe_json(result)  # a client may print it: C1 and bidi controls escaped too
+    shown = encodable(result)  # a name or command that was not UTF-8 holds surrogates: no UTF-8 for them
     return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=result,
+        content=[TextContent(type="text", text=safe_json(shown))],  # a client may print it: C1, bidi escaped
+        structured_content=shown,
         is_error=result.get("status") in _ERROR_STATUSES,
     )
 
@@ -424,7 +425,9 @@ class _Tools:
 
 def serve(home: str | None = None) -> None:
     """Run the MCP server on stdin/stdout until the client disconnects (blocking)."""
-    build_server(home).run("stdio")
+    server = build_server(home)
+    mend_stdin()  # a request with a lone surrogate escape is answered, not dropped (mcp_stdin.py)
+    server.run("stdio")
 
 
 if __name__ == "__main__":  # python -m hermes_procs.core.agents.mcp_server [HOME]

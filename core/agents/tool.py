@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
 
+# characters of lines in one log or search answer: a model's context, and many MCP clients,
+# take far less than the API's 1 MiB (the answer says where the rest is)
+ANSWER_CHARS = 100_000
 ACTIONS = ("exec", "start", "list", "poll", "log", "wait", "kill", "write", "submit", "close", "screen", "search",
            "restart", "tree", "signal", "pin", "unpin", "up", "down")
 
@@ -501,7 +504,7 @@ def _search(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> 
     scope = None if _get(args, "all", bool, default=False) else task_id
     one = _session_id(args) if args.get("session_id") not in (None, "") else None
     return _as_dict(reg.search(one, pattern, context=_get(args, "context", int, default=2),
-                               limit=_get(args, "limit", int, default=50), task_id=scope))
+                               limit=_get(args, "limit", int, default=50), task_id=scope, max_chars=ANSWER_CHARS))
 
 
 def _list(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
@@ -525,8 +528,8 @@ def _log(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dic
     limit = _get(args, "limit", int, default=200)
     since = args.get("since")  # a number or a string: validated by the registry (error dict)
     if since is None:
-        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit))
-    return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, since=since))
+        return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, max_chars=ANSWER_CHARS))
+    return _as_dict(reg.read_log(session_id, offset=offset, limit=limit, since=since, max_chars=ANSWER_CHARS))
 
 
 def _wait(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:

@@ -1,0 +1,135 @@
+"""The MCP server's stdin, mended: a request holding a lone surrogate escape is answered.
+
+A JSON-RPC line such as ``{"params": {"arguments": {"pattern": "a\\ud800"}}}`` is JSON (the json
+module reads it), but the SDK's parser refuses a UTF-16 surrogate that is not half of a pair
+and drops the whole line: the client waits for an answer that never comes. A model that cuts
+an emoji's escape in two writes exactly that. ``mend_stdin()`` puts a pipe in front of fd 0: a
+thread copies each line through, and a line with a lone surrogate escape is read with the json
+module and written again with U+FFFD in its place. Other lines, malformed ones too, pass as
+they came; the SDK serves the pipe as it served the terminal's or client's stdin.
+
+The answers go out through a pipe too, whose copier notes which requests they answer: when the
+client closes stdin (`printf '...' | hermes-procs mcp`), the SDK would cancel the requests still
+running and exit without their answers, so the pipe to the SDK is closed only once every request
+read has been answered (or after ``DRAIN_TIMEOUT`` seconds).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+DRAIN_TIMEOUT = 60.0  # seconds the requests still running when stdin closes may take
+
+
+class _Pending:
+    """The ids of the requests read from the client and not answered yet."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self.changed = threading.Condition()
+
+    def note(self, line: bytes, asked: bool) -> None:
+        """A request (`asked`) or an answer (else) went by: add or remove its id."""
+        if b'"id"' not in line or (not asked and not self.ids):  # an answer to nothing pending: no parse
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(message, dict) or "id" not in message or not isinstance(message["id"], (int, str)):
+            return
+        is_request = "method" in message
+        with self.changed:
+            if asked and is_request:
+                self.ids.add(message["id"])
+            elif not asked and not is_request:
+                self.ids.discard(message["id"])
+                self.changed.notify_all()
+
+    def drained(self, timeout: float) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: not self.ids, timeout)
+
+
+def mend_stdin() -> None:
+    """Serve fd 0 through a pipe whose lines are mended, and fd 1 through one whose copier notes
+    the answers (daemon threads copy both; the answers are all out before the process exits)."""
+    pending = _Pending()
+    source = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, 0)
+    os.close(read_end)
+    threading.Thread(target=_copy, args=(source, write_end, pending), daemon=True, name="mcp-stdin").start()
+    client = os.dup(1)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 1)
+    os.close(write_end)
+    answers = threading.Thread(target=_copy_answers, args=(read_end, client, pending), daemon=True,
+                               name="mcp-stdout")
+    answers.start()
+    atexit.register(_flush_answers, answers)
+
+
+def _copy(source: int, sink: int, pending: _Pending) -> None:
+    """Copy `source` to `sink` a line at a time, mending each; close `sink` at the end, once the
+    requests read have been answered."""
+    try:
+        with open(source, "rb", buffering=1 << 16) as lines, open(sink, "wb", buffering=0) as out:
+            for line in lines:
+                line = mend(line)
+                pending.note(line, asked=True)
+                out.write(line)
+            pending.drained(DRAIN_TIMEOUT)
+    except OSError:  # the server closed its end: nothing is read any more
+        pass
+
+
+def _copy_answers(source: int, client: int, pending: _Pending) -> None:
+    """Copy the server's lines to the client; note each answer once it is written."""
+    try:
+        with open(source, "rb", buffering=1 << 16) as lines, open(client, "wb", buffering=0) as out:
+            for line in lines:
+                out.write(line)
+                pending.note(line, asked=False)
+    except OSError:  # the client is gone
+        pass
+
+
+def _flush_answers(answers: threading.Thread) -> None:
+    """At exit: a moment for the copier to pass on what the server wrote last. (Every answer is
+    out already when stdin's end made the server stop; the SDK holds its own copy of the pipe's
+    write end, so the copier does not see the pipe end before the process does.)"""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    answers.join(0.2)
+
+
+def mend(line: bytes) -> bytes:
+    """`line` with each lone surrogate in its JSON strings replaced by U+FFFD (unchanged if it
+    holds no surrogate escape or is not JSON)."""
+    if b"\\ud" not in line and b"\\uD" not in line:
+        return line
+    try:
+        message = json.loads(line)
+        mended = _strings(message)
+        return line if mended == message else json.dumps(mended).encode() + b"\n"
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply: the SDK says so, as before
+        return line
+
+
+def _strings(value: Any) -> Any:
+    """`value` with every string (keys too) made of whole characters."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_strings(item) for item in value]
+    if isinstance(value, dict):
+        return {_strings(key): _strings(item) for key, item in value.items()}
+    return value
