@@ -155,6 +155,23 @@ def server():
 
 
 @pytest.fixture
+def hostset():
+    """HostSet(local, hosts), its log mirrors stopped after the test (a mirror copies a remote
+    job's log for 30 s after the last look: it would reconnect after the test's host is gone)."""
+    from hermes_procs.core.remote.hosts import HostSet
+
+    made = []
+
+    def make(local, hosts):
+        made.append(HostSet(local, hosts))
+        return made[-1]
+
+    yield make
+    for view in made:
+        view.close()
+
+
+@pytest.fixture
 def remote(server, monkeypatch):
     """A RemoteRegistry over ssh with its own remote home (a folder of this machine); its
     running jobs are killed afterwards."""

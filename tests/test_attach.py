@@ -197,6 +197,21 @@ def test_filter_for_files_holds_partial_lines_until_newline():
     assert f.finish() == "prompt> "
 
 
+def test_filter_escapes_bidi_controls_and_drops_conceal():
+    # `log -f | od -c` showed U+202E and the isolates raw; on a terminal `ESC[8m` hid the text after it
+    data = "K\u202eL W\u2066x\u2069 \x85\x1b[1;8;31mshown\x1b[0m \x1b[38;5;8mgrey\x1b[8m\n".encode()
+    for chunks in ([data], [bytes([b]) for b in data]):
+        assert feed_all(TextFilter(), chunks) == "K\\u202eL W\\u2066x\\u2069 shown grey\n"
+        assert feed_all(TextFilter(keep_sgr=True), chunks) == (
+            "K\\u202eL W\\u2066x\\u2069 \x1b[1;31mshown\x1b[0m \x1b[38;5;8mgrey\n\x1b[0m")
+    # a terminal reads 08 as 8; only plain SGR is a colour (ESC[>4;2m sets a key mode)
+    odd = b"a\x1b[08mb\x1b[1;008mc\x1b[>4;2md\x1b[1 me\x1b[38;5;08mf\n"
+    assert feed_all(TextFilter(keep_sgr=True), [odd]) == "ab\x1b[1mcde\x1b[38;5;08mf\n\x1b[0m"
+    # and 8:0 (a sub-parameter, which xterm may read as 8); 38:5:8 is one colour
+    colon = b"a\x1b[8:0mb\x1b[1;8:1;38:5:8mc\n"
+    assert feed_all(TextFilter(keep_sgr=True), [colon]) == "ab\x1b[1;38:5:8mc\n\x1b[0m"
+
+
 def test_filter_for_terminals_keeps_colours_only():
     data = b"\x1b[?1049h\x1b[2J\x1b[H\x1b[1;32mok\x1b[0m \x1b]0;t\x07\xe2\x9c\x93\r\n\x07"
     expect = "\x1b[1;32mok\x1b[0m \u2713\r\n\x1b[0m"

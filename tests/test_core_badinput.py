@@ -36,6 +36,14 @@ def test_bad_spawn_arguments(registry, tmp_path):
         assert registry.spawn("true", **kwargs)["status"] == "error", kwargs
     for command in ("", "   ", None, 42, "a\0b"):
         assert registry.spawn(command)["status"] == "error"
+    # a 2 MB name was taken, and the job it named read as corrupt (meta.json past a reader's cap)
+    for label in ("name", "task_id", "session_key"):
+        refused = registry.spawn("sleep 60", **{label: "N" * 1001})
+        assert refused == {"status": "error", "error": f"{label} must be at most 1000 characters, not 1001"}
+    too_tall = registry.spawn("true", pty=True, rows=1001)["error"]
+    assert too_tall == "rows must be a whole number from 1 to 1000, not 1001"
+    huge = registry.spawn("true", cwd="/" + "x" * 100_000)["error"]  # an error quoting a huge value is cut
+    assert len(huge) < 2100 and huge.endswith(" more characters]"), huge[-80:]
     assert registry.list() == []
 
 
@@ -153,6 +161,7 @@ def test_a_job_being_spawned_is_never_listed_as_corrupt(registry):
 def test_retention_limits_are_checked_and_endless_ones_keep_everything(registry, monkeypatch):
     done = registry.spawn("true")["session_id"]
     registry.wait(done, timeout=10)
+    supervisor_gone(registry, done)  # prune takes a finished job only once its supervisor has left
     for bad in (-1, float("nan"), "7", [1], True):
         result = registry.prune(keep_days=bad)
         assert result["status"] == "error" and result["error"].startswith("keep_days must be a number >= 0"), result

@@ -100,6 +100,28 @@ def test_kill_of_lost_job_writes_no_made_up_exit(registry, alive):
     assert registry.wait(sid, timeout=1)["completion_reason"] == "lost"
 
 
+def test_a_lost_job_is_told_once_and_its_duration_stops(registry, alive):
+    # its supervisor SIGKILLed: no exited or completion event was ever written (an agent told it
+    # would be notified waited for ever) and its duration grew on with the clock
+    started = time.monotonic()
+    job = registry.spawn("echo hi; sleep 0.5; echo bye", notify_on_complete=True)
+    sid, jobdir = job["session_id"], registry.job_dir(job["session_id"])
+    proc = json.loads((jobdir / "proc.json").read_text())
+    os.kill(proc["supervisor_pid"], signal.SIGKILL)
+    wait_until(lambda: not alive(proc["supervisor_pid"]) and not alive(job["pid"]), timeout=10)
+    polled = registry.poll(sid)
+    assert polled["status"] == "exited" and polled["completion_reason"] == "lost" and polled["exit_code"] is None
+    assert polled["uptime_seconds"] <= time.monotonic() - started + 0.1, polled  # when it was found ended
+    registry.list()
+    registry.poll(sid)  # later looks tell no one again
+    ends = [e for e in registry.drain_events("lost-test", all_types=True) if e["session_id"] == sid]
+    assert [(e["type"], e["completion_reason"]) for e in ends if e["type"] != "started"] == [
+        ("exited", "lost"), ("completion", "lost")], ends
+    assert not (jobdir / "exit.json").exists()  # still no exit made up
+    time.sleep(0.3)
+    assert registry.poll(sid)["uptime_seconds"] == polled["uptime_seconds"]  # no longer growing
+
+
 def test_notify_and_watch_events_exactly_once_across_processes(home):
     reg = ProcessRegistry(home=home)
     jobs = [reg.spawn(f"echo job{i}", notify_on_complete=True) for i in range(6)]

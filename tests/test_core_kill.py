@@ -30,7 +30,8 @@ def test_kill_running_job(registry, alive):
 
 
 def test_term_ignoring_tree_gets_sigkill(registry, alive):
-    job = registry.spawn("trap '' TERM; (trap '' TERM; sleep 60) & echo $!; while true; do sleep 0.05; done")
+    # the root ignores HUP too: one that ignores TERM only gets HUP at once (an interactive shell leaves on it)
+    job = registry.spawn("trap '' TERM HUP; (trap '' TERM; sleep 60) & echo $!; while true; do sleep 0.05; done")
     (child,) = _pids_from_log(registry, job["session_id"], 1)
     start = time.monotonic()
     result = registry.kill(job["session_id"], grace=0.3)

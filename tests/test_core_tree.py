@@ -60,6 +60,18 @@ def test_tree_rows_parents_first_with_figures_and_who_waits_for_input(registry):
     assert supervisor not in by_pid
 
 
+def test_a_tree_answer_lists_at_most_max_tree_processes_and_counts_the_rest(registry, monkeypatch):
+    from hermes_procs.core.registry import observe
+
+    monkeypatch.setattr(observe, "MAX_TREE", 3)  # 1,000 in use: a job with 4,000 processes answered 2 MB
+    sid = registry.spawn("for i in 1 2 3 4 5; do sleep 60 & done; wait")["session_id"]
+    try:
+        wait_until(lambda: registry.tree(sid).get("more_processes") == 3, timeout=10)  # bash and 5 sleeps
+        assert len(registry.tree(sid)["processes"]) == 3
+    finally:
+        registry.kill(sid, grace=0.2)
+
+
 def test_signal_one_process_leaves_the_rest_running(registry, alive):
     sid = registry.spawn(ASKS)["session_id"]
     _, sleeper, asking = _ready(registry, sid)
@@ -138,7 +150,13 @@ def test_cli_tree_and_signal_pid(registry, home):
                               env=env, timeout=30)
 
     shown = cli("tree", sid)
-    assert shown.returncode == 0 and "sleep 100" in shown.stdout and "input" in shown.stdout
+    assert shown.returncode == 0 and "sleep 100" in shown.stdout, shown
+    head, *rows = shown.stdout.splitlines()
+    column = head.index("WAITS")  # a column of its own: "input" for the process that waits
+    marks = {row.split()[0]: row[column:column + 5] for row in rows}
+    assert marks == {str(p["pid"]): "input" if p["awaiting_input"] else "     "
+                     for p in registry.tree(sid)["processes"]}, shown.stdout
+    assert list(marks.values()).count("input") == 1, shown.stdout
     stranger = subprocess.Popen(["sleep", "60"])
     try:
         refused = cli("signal", sid, "KILL", "--pid", str(stranger.pid))

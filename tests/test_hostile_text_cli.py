@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -24,12 +25,12 @@ OSC52 = f"\x1b]52;c;{PAYLOAD}\x1b\\"
 # what a job may put in its name or command: OSC 52 (clipboard) with ST and with BEL, a title,
 # the 8-bit C1 forms of CSI, OSC and ST, a bare BEL, a screen clear, a right-to-left override
 HOSTILE = [OSC52, f"\x1b]52;c;{PAYLOAD}\x07", "\x1b]2;pwned-title\x07", f"\x9d52;c;{PAYLOAD}\x9c", "\x9b31m",
-           "\x07", "\x1b[2J", "\u202etxt.exe", "\x85"]
+           "\x07", "\x1b[2J", "\u202etxt.exe", "\x85", "line\u2028sep\u2029"]
 NAME = "evil" + "".join(HOSTILE)
 COMMAND = "sleep 60 # " + "".join(HOSTILE)
 # bytes that must never reach a terminal: C0 but tab and newline, DEL, C1 (UTF-8: C2 80-9F), bidi
 # embeddings/overrides (E2 80 AA-AE) and isolates (E2 81 A6-A9)
-UNSAFE = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+UNSAFE = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
 
 
 def cli(home, *args: str) -> subprocess.CompletedProcess:
@@ -54,7 +55,10 @@ def hostile(registry, tmp_path):
     running = registry.spawn(COMMAND, name=NAME)["session_id"]
     argv = registry.spawn(f"exec -a $'\\e]52;c;{PAYLOAD}\\e\\\\' sleep 60", name="argv")["session_id"]
     wait_until(lambda: any(OSC52 in p["command"] for p in registry.tree(argv)["processes"]), timeout=10)
-    return {"done": done, "running": running, "argv": argv, "cwd": str(cwd)}
+    printed = registry.spawn(f"{sys.executable} -c 'import sys; sys.stdout.write(sys.argv[1])' "
+                             f"{shlex.quote(''.join(HOSTILE) + chr(10))}", name="printer")["session_id"]
+    registry.wait(printed, timeout=30)
+    return {"done": done, "running": running, "argv": argv, "cwd": str(cwd), "printed": printed}
 
 
 def test_human_output_shows_escapes_never_sends_them(registry, hostile):
@@ -66,6 +70,8 @@ def test_human_output_shows_escapes_never_sends_them(registry, hostile):
         "wait": cli(home, "wait", hostile["running"], "--timeout", "0.1"),
         "kill done": cli(home, "kill", hostile["done"]),
         "log": cli(home, "log", hostile["done"]),
+        "log output": cli(home, "log", hostile["printed"]),
+        "log -f": cli(home, "log", hostile["printed"], "--follow"),  # a pipe: lines as `log` gives them
     }
     for what, result in runs.items():
         assert_safe(result, what)
@@ -74,6 +80,7 @@ def test_human_output_shows_escapes_never_sends_them(registry, hostile):
     tree = runs["tree"].stdout.decode()
     assert f"\\x1b]52;c;{PAYLOAD}\\x1b\\ 60" in tree  # the argv, readable: exec -a's name then sleep's argument
     assert "\\x1b]52;c;" in runs["poll"].stdout.decode()
+    assert "\\u202etxt.exe" in runs["log -f"].stdout.decode() and runs["log -f"].stdout == runs["log output"].stdout
 
 
 def test_json_output_escapes_c1_and_bidi_and_keeps_the_values(registry, hostile):

@@ -171,6 +171,22 @@ def test_read_lines_huge_single_line_is_capped(tmp_path: Path) -> None:
     assert elapsed < 1.5, f"read_lines on a 50 MB line took {elapsed:.2f}s"
 
 
+def test_read_lines_answer_is_capped_and_says_where_the_rest_is(tmp_path: Path) -> None:
+    lines = [b"%05d " % i + b"x" * 994 for i in range(3000)]  # 1,000 bytes a line: 3 MB
+    d = _job(tmp_path, current=b"\n".join(lines) + b"\n")
+    tail = read_lines(d, None, 5000)
+    shown = tail["output"].split("\n")
+    assert tail["capped"] and tail["shown_lines"] == len(shown) and len(tail["output"]) <= logstore.MAX_ANSWER_CHARS
+    assert shown[-1] == lines[-1].decode() and tail["first_line"] == 3000 - len(shown)
+    assert tail["left_out"] == tail["first_line"]  # all 3,000 were asked for
+    assert "read them with offset=0" in tail["showing"] and tail["note"] in tail["showing"]
+    ahead = read_lines(d, 0, 5000)
+    assert ahead["capped"] and ahead["first_line"] == 0 and ahead["output"].startswith("00000 ")
+    assert ahead["left_out"] == 3000 - ahead["shown_lines"]
+    assert f"read on with offset={ahead['shown_lines']}" in ahead["showing"]
+    assert "capped" not in read_lines(d, None, 100)  # within the cap: the answer as before
+
+
 def test_read_lines_huge_progress_line_keeps_its_end(tmp_path: Path) -> None:
     body = b"".join(b"\rdownloading %07d" % i for i in range(400_000)) + b"\r\n"
     d = _job(tmp_path, current=body)

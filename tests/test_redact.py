@@ -2,7 +2,7 @@
 
 import pytest
 
-from hermes_procs.core.registry.redact import redact, redact_obj
+from hermes_procs.core.registry.redact import redact, redact_cut, redact_obj
 
 GHP = "ghp_" + "a1B2c3D4e5" * 4
 OPENAI = "sk-" + "Z9y8X7w6V5" * 5
@@ -49,6 +49,19 @@ def test_token_shapes_anywhere(token, hint):
     assert out == f"using {hint} now"
 
 
+@pytest.mark.parametrize("glue", ["out-", "foo_", "-", "_"])
+def test_a_distinctive_token_glued_to_a_word_is_masked(glue):
+    for token, hint in ((GHP, "ghp_...***"), (ANTHROPIC, "sk-ant-...***"), ("glpat-" + "a" * 20, "glpat-...***")):
+        assert redact(f"id {glue}{token} end") == f"id {glue}{hint} end"
+    assert redact(f"{glue}sk-usage-reporter-everything-else") == f"{glue}sk-usage-reporter-everything-else"
+
+
+@pytest.mark.parametrize("word", ["task_test_shouldReturnEmptyListWhenNoInput", "risk-ant-colony-optimization-model",
+                                  "highs_AndLowsOfTheMarketToday2024", "xghp_" + "a" * 30])
+def test_a_prefix_that_ends_a_word_is_a_word(word):
+    assert redact(f"run {word} now") == f"run {word} now"
+
+
 @pytest.mark.parametrize("text", [
     "GITHUB_TOKEN: present", "OPENAI_API_KEY: missing", "password = required", "Token : Set",
     "echo ${OPENAI_API_KEY:-unset} ${DB_PASSWORD:=x} ${TOKEN:+set}",
@@ -81,6 +94,16 @@ def test_pem_blocks_whole_and_cut():
     assert "MIIEow" not in redact(head_only)
     tail_only = PEM.split("\n", 1)[1]  # a preview that starts inside the block
     assert "MIIEow" not in redact(tail_only) and "a1s2d3" not in redact(tail_only)
+
+
+def test_a_tail_of_long_plain_lines_is_not_taken_for_a_key_body():
+    # a notification's output of `yyy...` lines was masked whole ("Output:\n***\nlogout")
+    text = "y" * 120 + ("\n" + "y" * 500) * 3 + "\nlogout\n"
+    assert redact_cut(text) == text
+    rows = "\n".join(["ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZ"] * 3) + "\ndone\n"  # no digit
+    assert redact_cut(rows) == rows
+    body = "".join(f"MIIEowIBAAKCAQEAq1w2e3r4t5y6u7i8o9p0{i:012d}abcXYZ\n" for i in range(3)) + "-----END"
+    assert redact_cut(body).startswith("***\n-----END")  # a cut inside a key's body is still masked
 
 
 def test_ordinary_text_untouched():
@@ -133,7 +156,7 @@ def _cut(head, n):
 @pytest.mark.parametrize("key, n", [("output_preview", 200), ("output_preview", 1000), ("output", 2000)])
 def test_tail_cut_inside_a_secret(key, n):
     for head, leaked in (("EN=hunter2hunter2 rest", "hunter2"), (GHP[3:] + " in use", GHP[3:]),
-                         (("A" * 48 + "\n") * 2 + "B" * 10, "AAAAAAAAAAAAAAAA")):
+                         (("Ab1" * 16 + "\n") * 2 + "B" * 10, "Ab1Ab1Ab1Ab1Ab1A")):  # a key's body
         text = _cut(head, n)
         assert len(text) == n
         out = redact_obj({"status": "running", key: text})[key]

@@ -47,6 +47,21 @@ INPUTS = {
     "url_user_runs": fill("://a:"),
     "url_no_at": fill("http://user:pass/"),
     "url_long_user": "://" + "a" * MB + ":",
+    "url_at_runs": "://:" + fill("a@"),
+    "xml_tags": fill("<password>a</"),
+    "xml_open_runs": fill("<password>") + "x",
+    "xml_attrs": fill("<password " + "a" * 190),
+    # tools with a password option of their own: commands they start, their options
+    "tool_names": fill("sshpass redis-cli mongo ldapx openssl smbclient "),
+    "tool_starts": fill(";redis-cli "),
+    "tool_options": fill("redis-cli -a x -a x -p "),
+    "tool_mongo_p": "mongo" + fill(" -p x"),
+    "tool_assigns": fill("a=b ") + "redis-cli -a x",
+    "tool_paths": fill("a/") + " redis-cli -a x",
+    "tool_runs": fill("redis-cli " + "x" * 290 + "\n"),
+    "tool_smb_users": "smbclient" + fill(" -u " + "a" * 50),
+    "sshpass_opts": fill("sshpass -v x "),
+    "sshpass_p_runs": "sshpass" + fill(" -p x"),
     "webhook_heads": fill("/api/webhooks/"),
     "webhook_long": "hooks.slack.com/" + "a" * MB,
     "webhook_hooks": fill("hooks "),
@@ -110,6 +125,10 @@ COVERS = {
     "_BASE64_LINES_RE": ["head_b64_lines"],
     "_TAIL_TOKEN_RE": ["tok_prefixes"],  # searched over the last 200 characters only
     "_HINT_RE": ["tok_prefixes", "assign_eq"],  # matched at the start of one value
+    "_XML_PASSWORD_RE": ["xml_tags", "xml_open_runs", "xml_attrs"],
+    "_TOOL_COMMAND_RE": ["tool_names", "tool_starts", "tool_assigns", "tool_paths", "tool_runs"],
+    "_SMB_USER_PW": ["tool_smb_users"],
+    "_SSHPASS_RE": ["sshpass_opts", "sshpass_p_runs", "tool_names"],
 }
 _PLAIN = re.compile(r".", re.DOTALL)
 

@@ -34,10 +34,10 @@ def log_text(app) -> str:
     return "\n".join("".join(seg.text for seg in pane.render_line(y)) for y in range(pane.size.height))
 
 
-async def test_local_and_remote_jobs_in_one_dashboard(registry, remote, server):
+async def test_local_and_remote_jobs_in_one_dashboard(registry, remote, server, hostset):
     here = registry.spawn("sleep 60", name="here-job")["session_id"]
     there = remote.spawn("echo remote-hello; read line; echo got-$line; sleep 60", name="there-job")["session_id"]
-    app = HermesApp(HostSet(registry, [remote.host.url]), sample_interval=0.2)
+    app = HermesApp(hostset(registry, [remote.host.url]), sample_interval=0.2)
     async with app.run_test(size=(130, 36)) as pilot:
         table = app.query_one(JobsTable)
         await until(pilot, lambda: {here, there} <= set(table.rows_by_id), what="both jobs listed")
@@ -80,8 +80,8 @@ async def test_local_and_remote_jobs_in_one_dashboard(registry, remote, server):
         assert registry.poll(here)["status"] == "running"
 
 
-async def test_new_job_on_a_remote_host_and_an_unreachable_host(registry, remote, server):
-    app = HermesApp(HostSet(registry, [remote.host.url]), sample_interval=0.2)
+async def test_new_job_on_a_remote_host_and_an_unreachable_host(registry, remote, server, hostset):
+    app = HermesApp(hostset(registry, [remote.host.url]), sample_interval=0.2)
     async with app.run_test(size=(120, 36)) as pilot:
         top = app.query_one(TopBar)
         await until(pilot, lambda: "●" in rendered(top), what="host connected")
@@ -112,9 +112,9 @@ async def test_new_job_on_a_remote_host_and_an_unreachable_host(registry, remote
         assert table.rows_by_id[sid].running
 
 
-async def test_rerun_of_a_remote_job_runs_on_its_host(registry, remote):
+async def test_rerun_of_a_remote_job_runs_on_its_host(registry, remote, hostset):
     old = remote.spawn("echo remote-run; sleep 60", name="remote-server")["session_id"]
-    app = HermesApp(HostSet(registry, [remote.host.url]), sample_interval=0.2)
+    app = HermesApp(hostset(registry, [remote.host.url]), sample_interval=0.2)
     async with app.run_test(size=(120, 36)) as pilot:
         table = app.query_one(JobsTable)
         await until(pilot, lambda: old in table.rows_by_id, what="the remote job listed")

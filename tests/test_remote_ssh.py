@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -176,11 +177,10 @@ def test_log_follow_has_no_gap_or_duplicate_across_a_drop(server, tmp_path):
     assert out.split() == [f"n{i}" for i in range(1, 41)], (out, err)
 
 
-def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path):
+def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path, hostset):
     """The dashboard's HostSet: merged list with host, calls routed by id, logs mirrored."""
-    from hermes_procs.core.remote.hosts import HostSet
 
-    view = HostSet(registry, [remote.host.url])
+    view = hostset(registry, [remote.host.url])
     here = registry.spawn("sleep 30", name="local-one")
     there = remote.spawn("for i in 1 2 3; do echo remote-$i; done; sleep 30", name="remote-one")
     rows = {r["name"]: r for r in view.list()}
@@ -190,6 +190,11 @@ def test_one_view_of_local_and_remote_jobs(server, remote, registry, tmp_path):
     # the log of the remote job appears in a local mirror file (what the log pane reads)
     wait_until(lambda: view.log_files(there["session_id"])
                and b"remote-3" in view.log_files(there["session_id"])[0].read_bytes(), timeout=15)
+    # closing the view stops its log mirrors (they copied on for 30 s, reconnecting to the host)
+    mirror = [t for t in threading.enumerate() if t.name == f"mirror-{there['session_id']}"]
+    assert mirror and mirror[0].is_alive()
+    view.close()
+    assert not mirror[0].is_alive()
     assert view.host_states()[0]["state"] == "connected"
     # a dropped connection keeps the host's rows, marked unreachable, not lost
     good = os.environ["HERMES_PROCS_SSH_ARGS"]

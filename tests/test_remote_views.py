@@ -1,7 +1,8 @@
 """The dashboard and the browser view with remote hosts, over a real OpenSSH server and a real
 Docker daemon: a host's jobs in the table next to this machine's, a remote job's log with the
 time each line arrived over there (`T`), typing into a remote PTY job in the terminal pane, a
-stopped container's rows; and the same dashboard in a browser (`hermes-procs web`).
+stopped container's rows; the same dashboard in a browser (`hermes-procs web`); and the
+terminal pane's scrollback over a RemoteRegistry, which pages read_log past its answer cap.
 tests/test_remote_dashboard.py has the rest over ssh (host filter, input bar, new job, kill,
 rerun, a host that drops)."""
 
@@ -20,7 +21,6 @@ from pilot import select, until
 from hermes_procs.core import ProcessRegistry
 from hermes_procs.core.remote.address import parse_host
 from hermes_procs.core.remote.client import connection
-from hermes_procs.core.remote.hosts import HostSet
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.bars import TopBar
 from hermes_procs.tui.jobs_table import JobsTable
@@ -64,11 +64,11 @@ def log_rows(app) -> list[str]:
     return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
 
 
-async def test_a_hosts_jobs_their_times_and_a_terminal(registry, box):
+async def test_a_hosts_jobs_their_times_and_a_terminal(registry, box, hostset):
     here = registry.spawn("sleep 60", name="local-one")["session_id"]
     ticker = box.spawn("echo early; sleep 1.2; echo late; sleep 60", name="ticker")["session_id"]
     repl = box.spawn("python3 -q -i", pty=True, name="repl")["session_id"]
-    app = HermesApp(HostSet(registry, [box.host.url]), sample_interval=0.2)
+    app = HermesApp(hostset(registry, [box.host.url]), sample_interval=0.2)
     async with app.run_test(size=(130, 36)) as pilot:
         table = app.query_one(JobsTable)
         await until(pilot, lambda: {here, ticker, repl} <= set(table.rows_by_id), what="every job listed")
@@ -126,3 +126,26 @@ def test_the_browser_view_shows_every_hosts_jobs(request, monkeypatch, tmp_path)
             screen.wait_for(*(f"remote-job-{i}" for i in range(len(hosts))), *(b.short for b in hosts), timeout=60)
     finally:
         served.stop()
+
+
+async def test_a_remote_terminals_scrollback_asks_on_past_a_capped_answer(request):
+    # a RemoteRegistry has no job folder here: a page of scrollback comes from read_log, whose
+    # answers hold at most 1 MiB: 23 lines of 60,000 characters take two answers
+    from textual.app import App
+
+    remote = ssh_host(request)
+    sid = remote.spawn("python3 -c \"print(('y' * 60000 + chr(10)) * 40, end='')\"; exec cat", pty=True)["session_id"]
+
+    class PaneApp(App):
+        def compose(self):
+            yield TerminalPane(remote, sid)
+
+    app = PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: remote.search(sid, "^y{60000}$", limit=1)["total"] == 40, what="40 long lines")
+        pane = app.query_one(TerminalPane)
+        pane.focus()
+        await pilot.press("shift+pageup")
+        await until(pilot, lambda: pane.back > 0 and pane._history, what="the scrollback view")
+        assert len(pane._history) == pane.engine.rows - 1  # the whole window, not 1 MiB's worth of it
+        assert {line.plain for line in pane._history} == {"y" * 60000}

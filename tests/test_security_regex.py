@@ -84,6 +84,18 @@ def test_syntax_re2_lacks_or_reads_differently_goes_to_the_worker():
         compile_user("a" * 5000)
 
 
+def test_a_pattern_too_big_for_a_bounded_re2_goes_to_the_worker():
+    # RE2's time grows with its program when its DFA gives up: `a[a-z]{400}[0-9]|b...` ran
+    # 14 s per MB of random letters in RE2, unstopped; in the worker every call has a deadline
+    big = "(?:" + "|".join(f"{c}[a-z]{{400}}[0-9]" for c in "abcdefghijklmnopqrstuvwxyz") + ")"
+    with compile_user(big) as regex:
+        assert regex.engine == "re"
+        assert regex.first("x\n" + "a" * 401 + "0\n") == "a" * 401 + "0"
+    words = "|".join(f"word{i}" for i in range(150))  # a long list of words stays in RE2
+    with compile_user(f"(?:{words})") as regex:
+        assert regex.engine == "re2" and regex.first("x\nsay word149\n") is not None
+
+
 def test_a_worker_past_its_deadline_is_killed_and_says_so(monkeypatch):
     monkeypatch.setenv("HERMES_PROCS_REGEX_TIMEOUT", "1")
     regex = compile_user(WORKER_HOSTILE)
@@ -201,6 +213,50 @@ def test_mcp_server_answers_and_stays_responsive(registry, home):
         mcp.proc.wait(10)
 
 
+def test_mcp_answers_a_request_that_holds_a_lone_surrogate(registry, home):
+    # "\ud800" alone is JSON but no character: the SDK's parser dropped the whole request and the
+    # client waited for ever (a model that cuts an emoji's escape in two writes that)
+    sid = registry.spawn("echo hi")["session_id"]
+    registry.wait(sid, timeout=10)
+    mcp = RawMcp(home, FAST)
+    try:
+        is_error, found = mcp.tool("process_search", session_id=sid, pattern="h\ud800|hi")
+        assert not is_error and found["pattern"] == "h\ufffd|hi" and found["total"] == 1, found
+        started = mcp.request("tools/call", {"name": "process_start",
+                                             "arguments": {"command": "echo \U0001f600 \udc00", "name": "x\ud83d"}})
+        is_error, started = started["result"].get("isError"), started["result"]["structuredContent"]
+        assert not is_error and started["name"] == "x\ufffd" and started["command"] == "echo \U0001f600 \ufffd"
+        is_error, listed = mcp.tool("process_list")  # and the server answers on
+        assert not is_error and len(listed["processes"]) == 2
+        # nested too deeply for the json module, with a surrogate escape: the mender's recursion
+        # error closed stdin and the server went
+        mcp.proc.stdin.write(b'{"x": "\\ud800", "y": ' + b"[" * 5000 + b"]" * 5000 + b"}\n")
+        mcp.proc.stdin.flush()
+        assert not mcp.tool("process_list")[0]
+    finally:
+        mcp.proc.kill()
+        mcp.proc.wait(10)
+
+
+def test_mcp_answers_what_it_was_asked_before_stdin_closed(home):
+    # `printf REQUESTS | hermes-procs mcp`: the SDK cancelled the requests still running when
+    # stdin ended and exited without their answers (a newcomer saw only initialize's)
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "process_exec", "arguments": {"command": "sleep 1; echo done; exit 3"}}},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "process_list", "arguments": {}}}]
+    done = subprocess.run([sys.executable, "-m", "hermes_procs", "mcp", "--home", str(home)],
+                          input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answers = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3], answers
+    result = answers[2]["result"]["structuredContent"]
+    assert result["exit_code"] == 3 and "done" in result["output"], result
+
+
 # ---- a remote host (stdlib only: no RE2 there) --------------------------------------------------
 
 @pytest.mark.skipif(sshd.available() is not None, reason=str(sshd.available()))
@@ -311,10 +367,12 @@ def test_highlight_rules_of_the_config_run_in_re2_only(tmp_path):
 
     path = tmp_path / "config.toml"
     path.write_text('[[highlight]]\npattern = "(a+)+$"\nstyle = "bold"\n'
-                    '[[highlight]]\npattern = "(\\\\w)\\\\1"\nstyle = "bold"\n')
+                    '[[highlight]]\npattern = "(\\\\w)\\\\1"\nstyle = "bold"\n'
+                    '[[highlight]]\npattern = "^.{300,}$"\nstyle = "bold"\n')
     cfg = load_config(path)
     assert len(cfg.highlights) == len(DEFAULT_HIGHLIGHTS) + 1
-    assert any("highlight #2 skipped" in p and "RE2" in p for p in cfg.problems), cfg.problems
+    assert any("highlight #2 skipped" in p and "back-references" in p for p in cfg.problems), cfg.problems
+    assert any("highlight #3 skipped" in p and "too big for RE2" in p for p in cfg.problems), cfg.problems
     started = time.monotonic()
     assert cfg.highlights[-1].spans(HOSTILE_LINE) == [] and cfg.highlights[-1].spans("aaa") == [(0, 3)]
     assert time.monotonic() - started < 1

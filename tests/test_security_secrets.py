@@ -21,10 +21,14 @@ STRIPPED = {
     "http_proxy": "http://user:pw@proxy:3128", "HTTPS_PROXY": "http://bob:s3cret@proxy:8080",
     "DATABASE_URL": "postgres://app:pa55@db/x", "GITHUB_TOKEN": "x", "SENTRY_DSN": "https://k@sentry/1",
     "SOME_VALUE": "ghp_" + "a1B2c3D4e5" * 4, "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+    "DB_PASS": "pw", "SSHPASS": "pw", "SMTP_PASS": "pw", "LDAP_BIND_PW": "pw", "GITHUB_PAT": "pw",
+    "REDIS_URL": "redis://:hunter2abc@cache:6379",
 }
 KEPT = {"PATH": "/usr/bin:/bin", "PWD": "/home/me", "OLDPWD": "/", "HOME": "/root", "no_proxy": "localhost",
         "http_proxy_plain": "http://proxy:3128", "MAX_TOKENS": "100", "XKB_KEYMAP": "us", "AUTHOR": "me",
-        "GIT_COMMIT": "0123456789abcdef0123456789abcdef01234567"}
+        "GIT_COMMIT": "0123456789abcdef0123456789abcdef01234567", "HERMES_PROCS_ENV_PASSTHROUGH": "",
+        "GOPATH": "/go", "PATTERN": "x", "COMPASS_DIR": "/c", "BYPASS": "1", "BUILD_PASS_NUMBER": "12",
+        "TEST_PAT_FILTER": "x", "LLVM_PASS_PLUGIN": "p.so"}
 
 
 def test_env_filter_strips_secrets_and_keeps_the_rest():
@@ -51,14 +55,14 @@ def test_job_does_not_see_secrets(registry, monkeypatch):
 def test_one_keyword_list():
     for word in secretwords.SECRET_WORDS:  # the env filter strips a name holding any word of the list
         literal = re.sub(r"\(.*?\)|\[.*?\]|[?\\]", "", word)
-        assert envsafe.is_secret(f"MY_{literal.upper()}_X", "v4lue"), word
+        assert envsafe.is_secret(f"MY_{literal.upper()}", "v4lue"), word  # some only end a name (DB_PASS)
     assert redact_mod._ASSIGN_TRIGGERS is secretwords.TRIGGERS
     assert secretwords.WORDS_RE in redact_mod._ASSIGN_RE.pattern
     for word in secretwords.SECRET_WORDS:  # every word can be found through a trigger
         literal = re.sub(r"\(.*?\)|\[.*?\]|[?\\]", "", word)
         assert any(t in literal for t in secretwords.TRIGGERS), word
     for name in STRIPPED:
-        if name not in ("http_proxy", "HTTPS_PROXY", "DATABASE_URL", "SOME_VALUE"):  # found by value
+        if name not in ("http_proxy", "HTTPS_PROXY", "DATABASE_URL", "SOME_VALUE", "REDIS_URL"):  # found by value
             assert redact(f"{name}=v4lue") == f"{name}=***", name
 
 
@@ -85,6 +89,22 @@ def test_one_keyword_list():
     ("SLACK_WEBHOOK_URL=https://hooks.slack.com/x/y", "hooks.slack.com/x"),
     ("http_proxy=http://user:hunter2@proxy:3128", "hunter2"),
     ("openssl enc -pass pass:hunter2", "hunter2"),
+    ("redis://:hunter2@cache:6379/0", "hunter2"),  # no user name
+    ("postgres://app:hun@ter2@db/x", "ter2"),  # an @ in the password
+    ("sshpass -p hunter2 ssh h", "hunter2"),
+    ("sshpass -phunter2 ssh h", "hunter2"),
+    ("redis-cli -h cache -a hunter2 ping", "hunter2"),
+    ("mongosh -u admin -p hunter2 --host db", "hunter2"),
+    ("ldapsearch -x -D cn=admin -w hunter2 -b dc=x", "hunter2"),
+    ("openssl rsa -passin pass:hunter2 -in key.pem", "hunter2"),
+    ("smbclient //nas/share -U bob%hunter2", "hunter2"),
+    ("az login -u me@x.com -p hunter2", "hunter2"),
+    ("<server><password>hunter2</password></server>", "hunter2"),
+    ("DB_PASS=hunter2 SMTP_PASS=hunter3", "hunter"),
+    ("sshpass -v -p 'my hunter2' ssh -p 22 h", "hunter2"),
+    ("sudo LDAPTLS_REQCERT=never /usr/bin/ldapmodify -w hunter2 -f x", "hunter2"),
+    ("x=$(redis-cli -a hunter2 get k)", "hunter2"),
+    ("<passphrase>hunter2</passphrase> <password type='x'>hunter3</password>", "hunter"),
 ])
 def test_command_line_and_config_credentials_are_masked(text, secret):
     out = redact(text)
@@ -96,6 +116,11 @@ def test_command_line_and_config_credentials_are_masked(text, secret):
     "docker run -u 1000:1000 image", "git log 0123456789abcdef0123456789abcdef01234567",
     "ssh -p 2222 host", "PWD=/home/me OLDPWD=/tmp", "Password is required\n", "pip install -U pkg",
     "mysql -u root -p", "Enter password: ", "max_tokens=100 author=me keyboard: us",
+    "ls -a /tmp; redis-cli ping", "ls -w 80 && ldapsearch -b dc=x", "https://user@example.com/x",
+    "GOPATH=/go PATTERN=x*y bypass=1",
+    "sshpass -f pwfile ssh -p 2222 host", "docker run --name mongo -p 27017:27017 mongo",
+    "python ldap_sync.py -w 4", "curl ldap://h -w '%{http_code}'",
+    "https://user@host.example/x?notify=ops@corp.com", "BUILD_PASS_NUMBER=12 TEST_PAT_FILTER=x",
 ])
 def test_ordinary_command_lines_untouched(text):
     assert redact(text) == text

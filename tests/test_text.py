@@ -211,6 +211,7 @@ def test_last_chars_collapses_progress_of_last_line() -> None:
     ("\x9b31m\x9d0;t\x9c\x85\x80\x9f", "\\x9b31m\\x9d0;t\\x9c\\x85\\x80\\x9f"),
     ("\x00\x08\x0b\x0c\r\x7f", "\\x00\\x08\\x0b\\x0c\\x0d\\x7f"),
     ("a\u202eexe.txt\u2066b\u2069\u202a", "a\\u202eexe.txt\\u2066b\\u2069\\u202a"),
+    ("line\u2028separator\u2029", "line\\u2028separator\\u2029"),
     ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
 ])
 def test_safe_text_shows_what_could_act_on_a_terminal(raw: str, shown: str) -> None:

@@ -43,7 +43,10 @@ class Controlling(Yielding):
                yield_ms: float | None = None) -> dict[str, Any]:
         seconds = None if yield_ms is None else yield_seconds(yield_ms)
         if isinstance(data, str):
-            raw = data.encode()
+            try:  # a shell's argument of bytes that are not UTF-8 (\xff) comes as escapes: those bytes
+                raw = data.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:
+                raise BadInput("data holds a lone surrogate: it is not text (send bytes)") from None
         elif isinstance(data, (bytes, bytearray)):
             raw = bytes(data)
         else:
@@ -80,7 +83,7 @@ class Controlling(Yielding):
 
     @_safe
     def resize(self, session_id: str, rows: int, cols: int) -> dict[str, Any]:
-        """Set a PTY job's terminal size (1-9999 each). Returns `ok` with rows, cols, or `already_exited`."""
+        """Set a PTY job's terminal size (1-1000 each). Returns `ok` with rows, cols, or `already_exited`."""
         terminal_size(rows, cols)
         job = self._job(session_id)
         if not job.running:

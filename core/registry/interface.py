@@ -87,7 +87,7 @@ class Registry(Protocol):
 
     @reads
     def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
-                 since: float | str | None = None) -> Result: ...
+                 since: float | str | None = None, max_chars: int | None = None) -> Result: ...
 
     @reads
     def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
@@ -109,7 +109,7 @@ class Registry(Protocol):
 
     @reads
     def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2,
-               limit: int = 50, task_id: str | None = None) -> Result: ...
+               limit: int = 50, task_id: str | None = None, max_chars: int | None = None) -> Result: ...
 
     @reads
     def tree(self, session_id: str) -> Result: ...

@@ -3,7 +3,8 @@
 A job runs while its supervisor does and no exit is recorded; a job whose supervisor is gone
 but whose process still runs (same pid and start ticks) runs `unsupervised` until it ends; a
 job whose supervisor vanished without recording an exit is `lost`, with no exit code: only the
-supervisor, the process's parent, can know it.
+supervisor, the process's parent, can know it (the first look that finds it lost notes when it
+was last seen and tells the event log: core/registry/lostjobs.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..supervisor import proctree
+from . import lostjobs
 from .model import iso_time, parse_time
 from .paths import read_json
 
@@ -77,7 +79,9 @@ class Job:
             return self.exit
         if self.running:
             return {}
-        return {"exit_code": None, "signal": None, "completion_reason": "lost", "ended_at": None}
+        seen = self.extra.get("lost_at")
+        return {"exit_code": None, "signal": None, "completion_reason": "lost",
+                "ended_at": iso_time(seen) if seen else None}
 
     def uptime(self) -> float:
         return round(max(0.0, (self.ended_at or time.time()) - self.started_at), 3)
@@ -138,11 +142,11 @@ def load(jobdir: Path, seen: dict[str, Any] | None = None) -> Job:
     if proc is not None:
         seen["proc"] = proc
     job = Job(jobdir.name, jobdir, meta, proc, exit_)
-    _look_at_supervisor(job)
+    _look_at_supervisor(job, seen)
     return job
 
 
-def _look_at_supervisor(job: Job) -> None:
+def _look_at_supervisor(job: Job, seen: dict[str, Any]) -> None:
     """Set job.supervisor_alive; for a job without an exit record whose supervisor is gone, read
     the record again (written just before it exited?) and else whether the job runs unsupervised."""
     if job.exit is None and job.proc:
@@ -151,6 +155,10 @@ def _look_at_supervisor(job: Job) -> None:
             job.exit = _reread_exit(job.dir)
         if job.exit is None and not job.supervisor_alive and job.root:
             job.unsupervised = proctree.is_alive(*job.root)
+        if job.exit is None and not job.supervisor_alive and not job.unsupervised:
+            if seen.get("lost_at") is None:  # noted once; a list's later looks take it from `seen`
+                seen["lost_at"] = lostjobs.note(job.dir, job.meta, job.proc)
+            job.extra["lost_at"] = seen["lost_at"]
     elif job.exit is None and job.proc is None:  # not started yet, or its start failed
         job.supervisor_alive = time.time() - float(job.meta.get("created_at", 0)) < 10
     elif job.proc:

@@ -48,11 +48,15 @@ def last_lines(data: bytes, count: int) -> bytes:
     return data[idx + 1:]
 
 
+MAX_BEFORE = 8 << 20  # bytes of the log before the live output read at most (a 50 MB line is cut)
+
+
 def log_before(registry: Any, session_id: str, end: int | None, *, max_lines: int | None = None,
                max_bytes: int = 1 << 20) -> bytes:
     """The raw log bytes before absolute offset `end` (None: the current end): the last
     `max_bytes`, or, when `max_lines` is given, the last `max_lines` lines (read in windows
-    from `max_bytes` up, doubling, until they hold that many lines or reach the log's start).
+    from `max_bytes` up, doubling, until they hold that many lines or reach the log's start or
+    MAX_BEFORE bytes: a line longer than that comes cut, its end kept).
     Read through `registry.log_bytes`, so it works for jobs on remote hosts too."""
     if end is None:
         end = _checked(registry.log_bytes(session_id, None, None, 1))["total"]
@@ -61,7 +65,7 @@ def log_before(registry: Any, session_id: str, end: int | None, *, max_lines: in
         data = log_range(registry, session_id, max(0, end - size), end)
         if max_lines is None:
             return data
-        if len(data) < size or data.count(b"\n") > max_lines:
+        if len(data) < size or data.count(b"\n") > max_lines or size >= MAX_BEFORE:
             return last_lines(data, max_lines)
         size *= 2
 

@@ -52,6 +52,7 @@ from ..supervisor.text import to_text
 __all__ = [
     "LINE_CAP",
     "LOG_NAME",
+    "MAX_ANSWER_CHARS",
     "OLD_LOG_NAME",
     "STATE_NAME",
     "LineIndex",
@@ -72,6 +73,8 @@ STATE_NAME = "logstate.json"
 
 CHUNK = 1 << 20  # scan granularity
 LINE_CAP = 64 * 1024  # raw bytes of one line turned into text by read_lines
+MAX_ANSWER_CHARS = 1 << 20  # characters of lines in one answer (read_lines, a search)
+_CUT_MARK = 40  # characters of the marker a line cut at LINE_CAP gets, at most
 CHECKPOINT_EVERY = 64  # LineIndex keeps the start of every Nth line
 
 
@@ -610,12 +613,13 @@ def _human_bytes(n: int) -> str:
 
 
 def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200,
-               since_offset: int | None = None) -> dict[str, Any]:
+               since_offset: int | None = None, max_chars: int = MAX_ANSWER_CHARS) -> dict[str, Any]:
     """A window of text lines of a job's log (the API's ``read_log`` semantics, docs/api.md).
 
     ``offset=None``: the last ``limit`` lines; ``offset=N``: lines ``N .. N+limit-1`` (0 = the
     first retained line).  ``since_offset`` (with ``offset=None``): none of the lines before
-    the one holding that absolute byte offset.  Returns ``{"output": str, "total_lines": int, "showing": str,
+    the one holding that absolute byte offset; at most ``max_chars`` characters of lines
+    (MAX_ANSWER_CHARS; the agent faces ask for fewer).  Returns ``{"output": str, "total_lines": int, "showing": str,
     "dropped_bytes": int}``; ``output`` is the lines joined with ``\\n`` after
     :func:`~hermes_procs.core.supervisor.text.to_text`; a line longer than ``LINE_CAP`` raw bytes is cut
     with a ``[… N bytes truncated]`` marker.  A missing log reads as empty.
@@ -629,8 +633,13 @@ def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200,
         first = max(0, total - limit) if offset is None else max(0, int(offset))
         if since_offset is not None and offset is None:
             first = max(first, counts.line_at(since_offset))
-        texts = _line_texts(layout.read, counts.spans(first, limit))
+        spans = counts.spans(first, limit)
+        kept = _within_answer(spans, from_end=offset is None, budget=max_chars)
+        if offset is None:
+            first += len(spans) - len(kept)
+        texts = _line_texts(layout.read, kept)
     count = len(texts)
+    left_out = len(spans) - len(kept)
     if total == 0:
         showing = "no output yet" if dropped == 0 else "no lines retained"
     elif count == 0:
@@ -641,9 +650,29 @@ def read_lines(jobdir: Path, offset: int | None = None, limit: int = 200,
         showing = f"lines {first}-{first + count - 1} of {total}"
     if dropped:
         showing += f" ({_human_bytes(dropped)} of older output dropped by the log cap)"
-    return {
-        "output": "\n".join(texts),
-        "total_lines": total,
-        "showing": showing,
-        "dropped_bytes": dropped,
-    }
+    note = ""
+    if left_out:
+        where = (f"before them (read them with offset={first - left_out})" if offset is None
+                 else f"after them (read on with offset={first + count})")
+        note = f"answer capped at {max_chars:,} characters: {left_out} more lines {where}"
+        showing += f"; {note}"
+    result: dict[str, Any] = {"output": "\n".join(texts), "total_lines": total, "showing": showing,
+                              "dropped_bytes": dropped}
+    if left_out:
+        result.update(capped=True, first_line=first, shown_lines=count, left_out=left_out, note=note)
+    return result
+
+
+def _within_answer(spans: list[tuple[int, int]], from_end: bool, budget: int) -> list[tuple[int, int]]:
+    """The lines (byte spans) of ``spans`` whose text fits ``budget`` characters, counted from the
+    end (a tail) or the start; at least one. A line's text is at most its bytes (escapes removed,
+    UTF-8 decoded) or LINE_CAP and the cut marker."""
+    order = range(len(spans) - 1, -1, -1) if from_end else range(len(spans))
+    taken = 0
+    for i in order:
+        start, end = spans[i]
+        budget -= min(end - start, LINE_CAP + _CUT_MARK) + 1
+        if budget < 0 and taken:
+            break
+        taken += 1
+    return spans[len(spans) - taken:] if from_end else spans[:taken]

@@ -216,6 +216,7 @@ class JobInfo(NamedTuple):
     session_key: str = ""
     error: str = ""
     ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
+    awaiting_input: bool = False  # it seems to wait for input (the dashboard's `?`)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], session_id: str = "") -> JobInfo:
@@ -239,6 +240,7 @@ class JobInfo(NamedTuple):
             session_key=str(data.get("session_key") or ""),
             error=str(data.get("error") or ""),
             ports=tuple(p for p in data.get("ports") or () if isinstance(p, int) and not isinstance(p, bool)),
+            awaiting_input=data.get("awaiting_input") is True,
         )
 
     @property

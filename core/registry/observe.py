@@ -4,6 +4,7 @@ output (`read_log`, `log_bytes`, `screen`, `search`), `inputs` and the process `
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,8 @@ from .userregex import compile_user
 
 if TYPE_CHECKING:
     from collections.abc import Collection
+
+MAX_TREE = 1000  # processes in one tree() answer (parents first; the rest are counted)
 
 
 class Observing(RegistryBase):
@@ -104,23 +107,24 @@ class Observing(RegistryBase):
 
     @_safe
     def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
-                 since: float | str | None = None) -> dict[str, Any]:
+                 since: float | str | None = None, max_chars: int | None = None) -> dict[str, Any]:
         """Lines `offset` .. `offset+limit-1` of the job's output (None: the last `limit` lines).
         `since` (seconds ago, a duration like "5m", or an ISO time; not with `offset`): only
-        the output that arrived since then (core/supervisor/timeline.py).
+        the output that arrived since then (core/supervisor/timeline.py). `max_chars`: the
+        answer's cap (1,000 .. MAX_ANSWER_CHARS, the default; the tool and MCP ask for less).
 
         Returns status, session_id, output, total_lines, showing."""
         if offset is not None:
             whole(offset, "offset", 0)
         whole(limit, "limit", 1)
+        read = functools.partial(logstore.read_lines, max_chars=_answer_cap(max_chars))
         job = self._job(session_id)
         if since is None:
-            return {"status": job.status, "session_id": job.session_id,
-                    **logstore.read_lines(job.dir, offset, min(limit, 100_000))}
+            return {"status": job.status, "session_id": job.session_id, **read(job.dir, offset, min(limit, 100_000))}
         if offset is not None:
             raise BadInput("give offset or since, not both")
         try:
-            result = timeline.read_since(job.dir, since, min(limit, 100_000), logstore.read_lines)
+            result = timeline.read_since(job.dir, since, min(limit, 100_000), read)
         except ValueError as exc:
             raise BadInput(str(exc)) from None
         return {"status": job.status, "session_id": job.session_id, **result}
@@ -289,11 +293,11 @@ class Observing(RegistryBase):
 
     @_safe
     def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2, limit: int = 50,
-               task_id: str | None = None) -> dict[str, Any]:
+               task_id: str | None = None, max_chars: int | None = None) -> dict[str, Any]:
         """Regex over the whole retained log of one job, or of every job (of `task_id`) when
         `session_id` is None (core/registry/search.py). The pattern runs in RE2 or in a worker process with
         a deadline (core/registry/userregex.py); the answer holds at most MAX_ANSWER_CHARS characters of
-        lines (`truncated` and a `note` say when it was capped)."""
+        lines, or `max_chars` (1,000 .. MAX_ANSWER_CHARS; `truncated` and a `note` say when it was capped)."""
         from .search import Collector, search_log
 
         regex = compile_user(pattern)  # the worker process, if any, starts with the first match
@@ -308,7 +312,7 @@ class Observing(RegistryBase):
             ids = [row["session_id"] for row in rows]
         else:
             ids = [self._resolve(session_id)]
-        out = Collector(limit)
+        out = Collector(limit, _answer_cap(max_chars))
         total = 0
         with regex:
             for sid in ids:
@@ -325,10 +329,13 @@ class Observing(RegistryBase):
         """The job's processes (proctree's identity-checked rule), parents first: pid, ppid,
         start_ticks, depth, command, state, cpu_percent, rss_bytes, awaiting_input
         (core/registry/processes.py). Returns the job's status, session_id and `processes` (empty when
-        none is left)."""
+        none is left), at most MAX_TREE of them; `more_processes` counts the rest."""
         job = self._job(session_id)
         rows = self._process_rows.rows(job.tree().scan(), processes.stdin_of(job.pid if job.running else None))
-        return {"status": job.status, "session_id": job.session_id, "processes": rows}
+        result: dict[str, Any] = {"status": job.status, "session_id": job.session_id, "processes": rows[:MAX_TREE]}
+        if len(rows) > MAX_TREE:
+            result["more_processes"] = len(rows) - MAX_TREE
+        return result
 
 
 def _filed_under(row: dict[str, Any], task_id: str | None, session_key: str | None) -> bool:
@@ -344,3 +351,10 @@ def _output_dropped(job: Job) -> int:
     if value is None:
         value = logstore.output_dropped(job.dir)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _answer_cap(max_chars: int | None) -> int:
+    """An answer's cap in characters: MAX_ANSWER_CHARS, or `max_chars` (1,000 .. that)."""
+    if max_chars is None:
+        return logstore.MAX_ANSWER_CHARS
+    return whole(max_chars, "max_chars", 1000, logstore.MAX_ANSWER_CHARS)

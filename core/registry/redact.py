@@ -122,7 +122,39 @@ _ASSIGN_TRIGGERS = TRIGGERS
 # Command lines and config files (on the lower-cased text too).
 _MYSQL_P_RE = re.compile(r"(?<=[ \t])-p(?P<val>[^\s]+)")  # only on lines that run mysql/mariadb
 _LOGIN_P_RE = re.compile(r"(?<![\w-])(?:-p|--password)(?:[ \t]+|=)(?P<val>[^\s-]\S*)")  # docker ... login
-_LOGIN_TOOLS = ("docker", "podman", "helm", "nerdctl", "buildah", "skopeo", "oras", "crane")
+_LOGIN_TOOLS = ("docker", "podman", "helm", "nerdctl", "buildah", "skopeo", "oras", "crane", "az ")
+# Tools that take a password in an option of their own, in a command the tool starts (its first
+# word, after `sudo`, `NAME=value` assignments and a folder): the option in the command's next
+# _TOOL_REACH characters, before a `;`, `|`, `&` or the line's end.
+_PW_VALUE = r"(?P<val>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'-]\S*)"
+_SMB_USER_PW = re.compile(r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)[^\s%]{1,256}%(?P<val>\S+)")
+_TOOL_OPTIONS = {  # the start of the tool's name -> its password option
+    "mongo": re.compile(r"(?<![\w-])(?:-p|--password)(?:[ \t]+|=)" + _PW_VALUE),  # mongosh, mongodump
+    "redis-cli": re.compile(r"(?<![\w-])-a[ \t]+" + _PW_VALUE),
+    "ldap": re.compile(r"(?<![\w-])-w[ \t]+" + _PW_VALUE),  # ldapsearch, ldapmodify -w PW
+    "openssl": re.compile(r"(?<![\w-])pass:(?P<val>\S+)"),  # -passin pass:PW
+    "smbclient": _SMB_USER_PW, "rpcclient": _SMB_USER_PW,  # -U user%PW
+}
+_TOOL_REACH = 300
+_TOOL_COMMAND_RE = re.compile(
+    r"(?:^|(?<=[;|&(]))[ \t]*(?:sudo[ \t]+)?(?:[a-z_][a-z0-9_]*=\S*[ \t]+){0,8}(?:[^\s;|&]*/)?"
+    r"(?P<tool>" + "|".join(_TOOL_OPTIONS) + r")[a-z0-9_.-]*(?=[ \t])[^\n;|&]{0,%d}" % _TOOL_REACH, re.MULTILINE)
+# sshpass: -p among its own options, before the command it runs (`sshpass -p PW ssh -p 2222 h`)
+_SSHPASS_RE = re.compile(r"(?<![\w-])sshpass(?:[ \t]+-[a-oq-z]\S*(?:[ \t]+[^\s-]\S*)?){0,8}[ \t]+-p[ \t]*" + _PW_VALUE)
+_XML_PASSWORD_RE = re.compile(
+    r"<(?P<tag>password|passwd|passphrase|secret|token)(?:[ \t][^<>]{0,200})?>(?P<val>[^<\s][^<]{0,1024})</(?P=tag)>")
+
+
+def _tool_spans(low: str) -> list[tuple[int, int]]:
+    """The values of the password options of _TOOL_OPTIONS' tools and sshpass (lower-cased text)."""
+    spans = [m.span("val") for m in _SSHPASS_RE.finditer(low)] if "sshpass" in low else []
+    if any(tool in low for tool in _TOOL_OPTIONS):
+        for command in _TOOL_COMMAND_RE.finditer(low):
+            option = _TOOL_OPTIONS[command.group("tool")]
+            spans += [m.span("val") for m in option.finditer(low, command.end("tool"), command.end())]
+    return spans
+
+
 _USER_PW_RE = re.compile(
     r"(?<![\w-])(?:-u|--user)(?:[ \t]+|=)[\"']?(?P<user>[^\s:\"']{1,256}):(?P<val>[^\s\"']+)")
 _NETRC_RE = re.compile(r"(?<![\w-])(?:login|machine|account)[ \t]+\S{1,256}[ \t]+password[ \t]+(?P<val>\S+)")
@@ -135,16 +167,23 @@ _PGPASS_RE = re.compile(
 # 2. Token shapes, anywhere in the text (one combined pattern, one pass).
 # ---------------------------------------------------------------------------------------------
 # Each pattern starts with its literal prefix (so the regex engine can skip ahead with a fast
-# substring search) and checks with a fixed-width lookbehind that the prefix is not glued to a
-# preceding word. A pattern only runs when its prefix occurs in the text at all.
-def _tok(prefix: str, rest: str, before: str = "A-Za-z0-9_-") -> tuple[str, re.Pattern[str]]:
+# substring search) and checks with a fixed-width lookbehind that the prefix does not end a
+# word: the prefixes that could end an ordinary word (`sk-` in `disk-usage-...`, `AKIA`,
+# `AIza`, `eyJ`) after any word character, `-` included; the distinctive ones (`ghp_`,
+# `sk-ant-`, `glpat-`, ...) after a letter or digit only (`task_test_...`, `risk-ant-...` are
+# words), so `out-ghp_...` and `foo_ghp_...` are tokens too. A pattern only runs when its
+# prefix occurs in the text at all.
+_WORD = "A-Za-z0-9_-"
+
+
+def _tok(prefix: str, rest: str, before: str = "A-Za-z0-9") -> tuple[str, re.Pattern[str]]:
     lit = re.escape(prefix)
     return prefix, re.compile(lit + r"(?<![" + before + r"]" + lit + r")" + rest)
 
 
 _TOKEN_PATTERNS = (
     _tok("sk-ant-", r"[A-Za-z0-9_-]{16,}"),
-    _tok("sk-", r"(?:proj-)?[A-Za-z0-9_-]{20,}"),
+    _tok("sk-", r"(?:proj-)?[A-Za-z0-9_-]{20,}", _WORD),
     _tok("sk_live_", r"[A-Za-z0-9]{16,}"),
     _tok("sk_test_", r"[A-Za-z0-9]{16,}"),
     _tok("rk_live_", r"[A-Za-z0-9]{16,}"),
@@ -155,14 +194,14 @@ _TOKEN_PATTERNS = (
     _tok("ghs_", r"[A-Za-z0-9]{20,}"),
     _tok("ghr_", r"[A-Za-z0-9]{20,}"),
     _tok("github_pat_", r"[A-Za-z0-9_]{20,}"),
-    _tok("xox", r"[baprs]-[A-Za-z0-9-]{10,}"),
+    _tok("xox", r"[baprs]-[A-Za-z0-9-]{10,}", _WORD),
     _tok("AKIA", r"[A-Z0-9]{16}(?![A-Za-z0-9])", "A-Za-z0-9"),
     _tok("ASIA", r"[A-Z0-9]{16}(?![A-Za-z0-9])", "A-Za-z0-9"),
     _tok("glpat-", r"[A-Za-z0-9_-]{20,}"),
-    _tok("hf_", r"[A-Za-z0-9]{30,}"),
+    _tok("hf_", r"[A-Za-z0-9]{30,}", _WORD),
     _tok("npm_", r"[A-Za-z0-9]{36,}"),
-    _tok("AIza", r"[0-9A-Za-z_-]{35}"),
-    _tok("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+    _tok("AIza", r"[0-9A-Za-z_-]{35}", _WORD),
+    _tok("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*", _WORD),
 )
 
 
@@ -172,8 +211,10 @@ def _token_sub(m: re.Match[str]) -> str:
 
 _BEARER_RE = re.compile(r"(?<![A-Za-z0-9_])(?P<head>[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+)(?P<val>[A-Za-z0-9._~+/=-]{8,})")
 
-# scheme://user:password@host  ->  scheme://user:***@host (anchored at "://"; the scheme is kept)
-_URL_CRED_RE = re.compile(r"(?P<head>://[^\s:/@]{1,256}:)(?P<val>[^\s@/]{1,1024})(?=@)")
+# scheme://user:password@host  ->  scheme://user:***@host (anchored at "://"; the scheme is kept);
+# the user may be empty (redis://:password@host) and the password may hold "@" (up to the last
+# "@" before the host: postgres://app:p@ss@db)
+_URL_CRED_RE = re.compile(r"(?P<head>://[^\s:/@]{0,256}:)(?P<val>[^\s@/]{1,1024}(?:@[^\s@/?#,;]{1,1024}){0,8})(?=@)")
 
 # Webhook URLs carry their secret in the path.
 _WEBHOOK_RE = re.compile(r"(?P<head>(?:hooks\.slack\.com|webhook\.office\.com|/api/webhooks)/)(?P<val>[^\s\"'<>)\]]+)")
@@ -272,6 +313,9 @@ def _value_spans(low: str) -> list[tuple[int, int]]:
                 add(_LOGIN_P_RE, start, end)
     if "-u" in low:
         add(_USER_PW_RE)
+    spans += _tool_spans(low)
+    if "</" in low:
+        add(_XML_PASSWORD_RE)
     if "password" in low:
         add(_NETRC_RE)
         for start, end in _line_spans(low, ("password",)):
@@ -355,13 +399,19 @@ _HEAD_ASSIGN_RE = re.compile(
     r"(?:(?P<q>[\"'])(?P<qval>[^\"'\r\n]+)|(?P<val>[^\s\"',;&|<>(){}\[\]]+))",
     re.IGNORECASE,
 )
-_BASE64_LINES_RE = re.compile(r"(?:[A-Za-z0-9+/=]{40,}\r?\n)+")
+_BASE64_LINES_RE = re.compile(r"(?:[A-Za-z0-9+/=]{40,76}\r?\n)+")  # PEM: 64 a line, OpenSSH 70, MIME 76
+
+
+def _random_looking(line: str) -> bool:
+    """A line of a key's base64 body has digits and both cases (`yyy...` or a row of a table
+    does not: a notification's whole output was masked as a key's tail)."""
+    return any(c.isdigit() for c in line) and any(c.isupper() for c in line) and any(c.islower() for c in line)
 
 
 def _mask_head(text: str) -> str:
     """Mask what may be the remains of a secret at the start of a text cut mid-line."""
     m = _BASE64_LINES_RE.match(text)
-    if m:  # the text starts inside a base64 block (a key body): mask those lines
+    if m and _random_looking(text[:m.end()].split("\n", 1)[0]):  # inside a key body: mask those lines
         return MASK + "\n" + text[m.end():]
     m = _HEAD_RUN_RE.match(text)
     if m and any(c.isdigit() for c in m.group(0)) and any(c.isalpha() for c in m.group(0)) \

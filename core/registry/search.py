@@ -35,7 +35,6 @@ from .userregex import UserRegex
 
 CHUNK = 1 << 20
 LINE_CHARS = 2000  # a line in a result is cut to this many characters
-MAX_ANSWER_CHARS = 1 << 20  # characters of lines in one answer, over every match and job
 CAPPED_NOTE = ("answer capped at {limit:,} characters of lines: {shown} of {total} matching lines returned; "
                "ask for fewer (limit), less context or a narrower pattern, or read around a match "
                "with read_log(offset=line_no)")
@@ -44,7 +43,7 @@ CAPPED_NOTE = ("answer capped at {limit:,} characters of lines: {shown} of {tota
 class Collector:
     """The matches of one answer, within `limit` matches and `max_chars` characters of lines."""
 
-    def __init__(self, limit: int, max_chars: int = MAX_ANSWER_CHARS) -> None:
+    def __init__(self, limit: int, max_chars: int = logstore.MAX_ANSWER_CHARS) -> None:
         self.matches: list[dict[str, Any]] = []
         self.limit = limit
         self.left = max_chars

@@ -18,10 +18,13 @@ SECRET_WORDS = (
     r"signing[_-]?key", r"encryption[_-]?key", r"master[_-]?key", r"session[_-]?key", r"client[_-]?key",
     r"_key(?![a-z])", r"-key(?![a-z])",  # OPENAI_KEY, ANTHROPIC_KEY, STRIPE_KEY (not KEYMAP, MONKEY)
     r"_pwd(?![a-z])", r"-pwd(?![a-z])",  # MYSQL_PWD (not PWD, OLDPWD)
+    # at the end of a name only: DB_PASS, SMTP_PASS, SSHPASS (not COMPASS, BUILD_PASS_NUMBER),
+    # LDAP_BIND_PW, GITHUB_PAT, a personal access token (not _PATH, TEST_PAT_FILTER)
+    r"_pass(?![a-z0-9_])", r"-pass(?![a-z0-9_])", r"sshpass", r"_pw(?![a-z0-9_])", r"-pw(?![a-z0-9_])",
+    r"_pat(?![a-z0-9_])", r"-pat(?![a-z0-9_])",
     r"dsn", r"pgpass", r"webhook",
 )
-TRIGGERS = ("key", "secret", "passw", "passphrase", "credential", "token", "auth", "cookie", "pwd", "dsn",
-            "pgpass", "webhook")
+TRIGGERS = ("key", "secret", "pass", "credential", "token", "auth", "cookie", "pw", "pat", "dsn", "webhook")
 WORDS_RE = "|".join(SECRET_WORDS)
 _NAME_RE = re.compile(WORDS_RE)
 

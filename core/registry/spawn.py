@@ -286,11 +286,16 @@ def _check_command(command: object) -> None:
         raise BadInput("command must not contain NUL characters")
 
 
+MAX_LABEL = 1000  # characters of a name, task_id or session_key (each is in every list() row)
+
+
 def _check_labels(**labels: object) -> None:
-    """name, task_id, session_key: text (or None)."""
+    """name, task_id, session_key: text (or None), at most MAX_LABEL characters."""
     for what, value in labels.items():
         if value is not None and not isinstance(value, str):
             raise BadInput(f"{what} must be a string, not {type(value).__name__}")
+        if isinstance(value, str) and len(value) > MAX_LABEL:
+            raise BadInput(f"{what} must be at most {MAX_LABEL} characters, not {len(value)}")
 
 
 def _check_flags(**flags: object) -> None:

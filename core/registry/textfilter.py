@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from ..supervisor.text import to_text
+from ..supervisor.text import safe_marks, safe_text, to_text
 
 # Complete escape sequences: CSI, OSC (BEL or ST terminated), DCS/SOS/PM/APC strings,
 # and two/three-character escapes (charset selection, keypad modes, RIS, ...).
@@ -29,7 +29,8 @@ _PARTIAL = re.compile(
 # Other control characters dropped from terminal text (keep \t \n \r \b).
 _CTRL = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x9f]")
 _INTRO = re.compile(r"[\x1b\x9b]")
-_SGR_SPLIT = re.compile(r"(\x1b\[[0-?]*m)")
+_SGR_SPLIT = re.compile(r"(\x1b\[[0-9;:]*m)")  # only plain SGR: not `ESC[>4;2m` (a key mode), `ESC[1 m`
+_COLOUR_ARGS = frozenset({"38", "48", "58"})  # extended colours: 5;N or 2;R;G;B follow (their 8 is no conceal)
 _MAX_PENDING = 8192  # an "escape sequence" longer than this is garbage: drop it
 _MAX_LINE = 65536  # non-terminal output: flush a line without newline at this size
 
@@ -71,7 +72,7 @@ class TextFilter:
             m = _SEQ.match(text, j)
             if m:
                 seq = m.group(0)
-                if seq.startswith("\x1b[") and seq.endswith("m"):
+                if _SGR_SPLIT.fullmatch(seq):
                     out.append(seq)
                     self.sgr_used = True
                 i = m.end()
@@ -82,7 +83,7 @@ class TextFilter:
                 break
             i = j + 1  # a lone/malformed ESC: drop it
         parts = _SGR_SPLIT.split("".join(out))
-        return "".join(p if p.startswith("\x1b[") else _CTRL.sub("", p) for p in parts)
+        return "".join(_visible(p) if p.startswith("\x1b[") else safe_marks(_CTRL.sub("", p)) for p in parts)
 
     def feed(self, data: bytes, final: bool = False) -> str:
         if self.keep_sgr:
@@ -94,10 +95,10 @@ class TextFilter:
         k = buf.rfind(b"\n")
         out = ""
         if k >= 0:
-            out = to_text(buf[: k + 1])
+            out = safe_text(to_text(buf[: k + 1]))
             buf = buf[k + 1 :]
         if buf and (final or len(buf) > _MAX_LINE):
-            out += to_text(buf)
+            out += safe_text(to_text(buf))
             buf = b""
         self._line = buf
         return out
@@ -107,3 +108,22 @@ class TextFilter:
         if self.keep_sgr and self.sgr_used:
             tail += "\x1b[0m"
         return tail
+
+
+def _visible(sgr: str) -> str:
+    """An SGR sequence without "conceal" (8), which would hide the text after it from the reader."""
+    params = sgr[2:-1].split(";")
+    # a terminal reads 08 as 8, and may read 8:0 (a sub-parameter) as 8 too
+    numbers = [p.split(":")[0].lstrip("0") or "0" for p in params]
+    if "8" not in numbers:
+        return sgr
+    kept, skip = [], 0
+    for i, param in enumerate(params):
+        if skip:
+            skip -= 1
+        elif numbers[i] in _COLOUR_ARGS and ":" not in param and i + 1 < len(params):  # 38:5:8 is one
+            skip = 2 if numbers[i + 1] == "5" else 4 if numbers[i + 1] == "2" else 0
+        elif numbers[i] == "8":
+            continue
+        kept.append(param)
+    return "\x1b[" + ";".join(kept) + "m" if kept else ""

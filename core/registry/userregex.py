@@ -7,7 +7,9 @@ server, a CLI that can no longer be interrupted). So a pattern that a user or an
 is compiled with :func:`compile_user` and runs
 
 * in **RE2** (the ``google-re2`` package) when it is installed and the pattern means the same
-  there: matching takes time linear in the text, and RE2 releases the GIL while it runs;
+  there: matching takes time linear in the text, and RE2 releases the GIL while it runs (a
+  pattern whose program is over ``MAX_RE2_PROGRAM`` instructions goes to the worker: RE2's time
+  grows with the program too);
 * otherwise (look-around, back-references and the other syntax RE2 lacks, or no RE2: remote
   hosts run the standard library only) in **Python's re inside a worker process**
   (`regex_worker.py`, one per pattern, started on first use), with a deadline on every call
@@ -49,6 +51,7 @@ __all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserReg
            "regex_timeout"]
 
 MAX_PATTERN = 4096  # characters
+MAX_RE2_PROGRAM = 2000  # instructions: at most ~1.5-3 s per MiB in RE2, as the worker's deadline
 DEFAULT_TIMEOUT = 3.0
 LINE_CAP = 65536  # characters of a line the worker matches (regex_worker.LINE_CAP)
 WORKER = Path(__file__).with_name("regex_worker.py")
@@ -75,6 +78,8 @@ def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pat
         raise PatternError(f"{what} must be a non-empty regular expression, not {pattern!r}"[:200])
     if len(pattern) > MAX_PATTERN:
         raise PatternError(f"{what} is {len(pattern)} characters long; at most {MAX_PATTERN} are accepted")
+    if not pattern.isascii() and not _is_text(pattern):
+        raise PatternError(f"{what} {ascii(pattern)[:100]} holds bytes that are not UTF-8 text")
     flags = re.IGNORECASE if ignore_case else 0
     try:
         with warnings.catch_warnings():  # "possible nested set" and the like: not the user's concern here
@@ -82,16 +87,27 @@ def compile_user(pattern: object, *, ignore_case: bool = False, what: str = "pat
             re.compile(pattern, flags)  # compiling never backtracks: only matching does
     except (re.error, OverflowError, RecursionError) as exc:
         raise PatternError(f"{what} {pattern!r} is not a valid regular expression ({exc})"[:300]) from None
-    regex = UserRegex(pattern, ignore_case, _re2_compile(pattern, ignore_case))
+    main, why = _re2_try(pattern, ignore_case)
+    by_line, why = _re2_try(pattern, ignore_case, lines=True) if main is not None else (None, why)
+    regex = UserRegex(pattern, ignore_case, main if by_line is not None else None)
+    regex.why_not_re2 = why
     if regex.engine == "re2":
         parsed = linefind.parse(pattern, flags)
-        runs = _re2_compile(linefind.RUNS.format(pattern), ignore_case) if linefind.newline_free(parsed) else None
+        runs = _re2_try(linefind.RUNS.format(pattern), ignore_case)[0] if linefind.newline_free(parsed) else None
         literals = linefind.required_literals(parsed)
-        regex.finder = linefind.LineFinder(_re2_compile(pattern, ignore_case, lines=True), runs, literals,
-                                           _re2_module())
+        regex.finder = linefind.LineFinder(by_line, runs, literals, _re2_module())
         if literals:
             regex.colours = ColourFinder(linefind.best_choice(literals), _re2_module())
     return regex
+
+
+def _is_text(pattern: str) -> bool:
+    """No lone surrogate in it (a shell argument of bytes that are not UTF-8 holds them)."""
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _re2_module() -> Any:
@@ -104,22 +120,32 @@ def _re2_module() -> Any:
     return re2
 
 
-def _re2_compile(pattern: str, ignore_case: bool, lines: bool = False) -> Any:
-    """The RE2 regex for `pattern` (multi-line: ^ and $ at line ends), or None where RE2 cannot
-    take it or would read it differently. `lines`: it never matches a line end (RE2's
-    ``never_nl``: ``\\n`` taken out of every class, a literal one never matches), so a match
-    lies within one line, as when each line is matched alone."""
+def _re2_try(pattern: str, ignore_case: bool, lines: bool = False) -> tuple[Any, str]:
+    """(the RE2 regex for `pattern`, "") or (None, why it runs in the worker instead: RE2 cannot
+    take it, would read it differently, or its program is too big). The regex is multi-line (^
+    and $ at line ends); `lines`: it never matches a line end (RE2's ``never_nl``: ``\\n`` taken
+    out of every class, a literal one never matches), so a match lies within one line, as when
+    each line is matched alone."""
     re2 = _re2_module()
-    if re2 is None or _DIVERGENT.search(pattern):
-        return None
+    if re2 is None:
+        forced = os.environ.get("HERMES_PROCS_REGEX_ENGINE", "").lower() == "re"
+        return None, "HERMES_PROCS_REGEX_ENGINE=re" if forced else "the google-re2 package is missing"
+    if _DIVERGENT.search(pattern):
+        return None, "syntax RE2 reads differently ([:class:], {,n}, \\A, \\Z, a flag turned off)"
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.log_errors = False
     options.never_nl = options.never_capture = lines
     try:
-        return re2.compile("(?m)" + pattern, options)
+        regex = re2.compile("(?m)" + pattern, options)
     except re2.error:
-        return None
+        return None, "syntax RE2 lacks (look-around, back-references)"
+    # RE2's time is linear in the text, times the program's size when its DFA gives up (about
+    # 0.7 ms per MiB per instruction here): a big program (`a[a-z]{400}|b...`) could run for
+    # minutes unstopped, so it goes to the worker, whose calls have a deadline
+    if max(regex.programsize, regex.reverseprogramsize) > MAX_RE2_PROGRAM:
+        return None, f"too big for RE2 (over {MAX_RE2_PROGRAM:,} instructions)"
+    return regex, ""
 
 
 class UserRegex:
@@ -136,6 +162,7 @@ class UserRegex:
         self.colours: Optional[ColourFinder] = None  # RE2 over coloured bytes, for the literal
         self._lock = allocate_lock()
         self._aborted = False
+        self.why_not_re2 = ""  # why it runs in the worker (for a message that says so)
 
     @property
     def engine(self) -> str:

@@ -628,8 +628,9 @@ class RemoteRegistry(Registry):
         return self._result("get", session_id)
 
     def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
-                 since: float | str | None = None) -> Result:
-        return self._result("read_log", session_id, offset=offset, limit=limit, since=since)
+                 since: float | str | None = None, max_chars: int | None = None) -> Result:
+        capped: dict[str, Any] = {} if max_chars is None else {"max_chars": max_chars}  # an older copy: no cap
+        return self._result("read_log", session_id, offset=offset, limit=limit, since=since, **capped)
 
     def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
                   max_bytes: int = 4 << 20, times: bool = False) -> Result:
@@ -661,8 +662,9 @@ class RemoteRegistry(Registry):
                     "host": self.host.label}
 
     def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2,
-               limit: int = 50, task_id: str | None = None) -> Result:
-        return self._result("search", session_id, pattern, context=context, limit=limit, task_id=task_id)
+               limit: int = 50, task_id: str | None = None, max_chars: int | None = None) -> Result:
+        capped: dict[str, Any] = {} if max_chars is None else {"max_chars": max_chars}
+        return self._result("search", session_id, pattern, context=context, limit=limit, task_id=task_id, **capped)
 
     def tree(self, session_id: str) -> Result:
         return self._result("tree", session_id)

@@ -225,6 +225,16 @@ class HostSet(Registry):
         mirror = self._mirror(reg, session_id)
         return [mirror.path] if mirror.path.exists() else []
 
+    def close(self) -> None:
+        """Stop copying remote logs (the mirrors' threads end within a refresh); the remote
+        connections stay, shared with whoever else uses those hosts."""
+        with self._lock:
+            mirrors, self._mirrors = list(self._mirrors.values()), {}
+        for mirror in mirrors:
+            mirror.stop()
+        for mirror in mirrors:
+            mirror.join(2.0)
+
     def _mirror(self, reg: Any, session_id: Any) -> _Mirror:
         key = f"{reg.host.label}\0{session_id}"
         with self._lock:
@@ -241,9 +251,9 @@ class HostSet(Registry):
         return self.local.wait_any(session_ids, timeout, interrupt)
 
     def search(self, session_id: str | None = None, pattern: str | None = None, context: int = 2,
-               limit: int = 50, task_id: str | None = None) -> Result:
+               limit: int = 50, task_id: str | None = None, max_chars: int | None = None) -> Result:
         registry = self.registry_for(session_id) if session_id is not None else self.local
-        return registry.search(session_id, pattern, context, limit, task_id)
+        return registry.search(session_id, pattern, context, limit, task_id, max_chars)
 
     def drain_events(self, consumer: str = "default", all_types: bool = False, only_new: bool = False,
                      limit: int = 1000) -> Rows | Result:
@@ -277,8 +287,8 @@ class HostSet(Registry):
         return self.registry_for(session_id).get(session_id)
 
     def read_log(self, session_id: str, offset: int | None = None, limit: int = 200,
-                 since: float | str | None = None) -> Result:
-        return self.registry_for(session_id).read_log(session_id, offset, limit, since)
+                 since: float | str | None = None, max_chars: int | None = None) -> Result:
+        return self.registry_for(session_id).read_log(session_id, offset, limit, since, max_chars)
 
     def log_bytes(self, session_id: str, start: int | None = None, end: int | None = None,
                   max_bytes: int = 4 << 20, times: bool = False) -> Result:
@@ -371,6 +381,7 @@ class _Mirror:
         self.base = 0  # the remote offset of the mirror's first byte (the host may have dropped older output)
         self.last: tuple[int, int] = (-1, 0)  # the last time record written: (local offset, epoch ms)
         self._seen = time.monotonic()
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"mirror-{session_id}")
         self._thread.start()
 
@@ -380,9 +391,15 @@ class _Mirror:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
     def _run(self) -> None:
         offset = None
-        while time.monotonic() - self._seen < self.IDLE:
+        while time.monotonic() - self._seen < self.IDLE and not self._stopped.is_set():
             res = self.reg.log_bytes(self.session_id, offset if offset is not None else 0, None, times=True)
             data = res.get("data") if isinstance(res, dict) else None
             if data:
@@ -396,7 +413,7 @@ class _Mirror:
             if isinstance(res, dict) and res.get("status") not in ("running", "error") and offset == res.get("total"):
                 return  # finished and complete
             offset = offset if offset is not None else 0
-            time.sleep(MIRROR_EVERY)
+            self._stopped.wait(MIRROR_EVERY)
 
     def _start_over(self, base: int) -> None:
         self.base, self.last = base, (-1, 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 MAX_SECONDS = 366 * 86400.0  # a year: the longest max_runtime, kill grace or wait taken
-MAX_TERMINAL = 9999  # rows and columns of a PTY
+MAX_TERMINAL = 1000  # rows and columns of a PTY (a screen of 1000 x 1000 is ~1 MiB of text)
 
 
 class BadNumber(ValueError):

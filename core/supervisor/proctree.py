@@ -81,6 +81,18 @@ def is_alive(pid: int, ticks: int | None = None) -> bool:
     return state(pid, ticks) not in (None, "Z", "X")
 
 
+def ignores(pid: int, signum: int) -> bool:
+    """Whether the process has `signum` set to be ignored (its SigIgn mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"SigIgn:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 def is_stopped(pid: int, ticks: int | None = None) -> bool:
     """True when the process is stopped (SIGSTOP, or traced)."""
     return state(pid, ticks) in ("T", "t")
@@ -252,22 +264,29 @@ class Tree:
 
 
 def kill_tree(tree: Tree, grace: float | Deadline = 3.0, reap: Reap = None,
-              hangup: tuple[int, int] | None = None) -> list[int]:
+              root: tuple[int, int] | None = None, pty: bool = False) -> list[int]:
     """TERM the job's processes, wait for the grace period, then freeze and KILL what is left.
 
     New members that appear during the grace period get TERM too. `reap` is called while
-    waiting so a parent can collect its zombies. `hangup` is the (pid, ticks) of a PTY job's
-    root: still alive shortly after TERM, it also gets HUP, as when its terminal closes
-    (interactive shells ignore TERM but leave on HUP). Returns the pids that survived.
+    waiting so a parent can collect its zombies. `root` is the (pid, ticks) of the job's root
+    process: it gets TERM first (a shell passes it on to its children); if it ignores TERM (an
+    interactive shell: Hermes runs jobs in `bash -lic`) it gets HUP at once, before its children
+    die of TERM (a `while` loop would run its body again for each, until the grace ends); with
+    `pty`, a root still alive shortly after TERM gets HUP too, as when its terminal closes.
+    Returns the pids that survived.
     """
     deadline = grace if isinstance(grace, Deadline) else Deadline(grace)
     seen = tree.scan()
-    if hangup and hangup[0] in seen:  # the root first: a shell passes TERM on to its children
-        send(*hangup, signal.SIGTERM)
+    root = root if root and root[0] in seen else None
+    if root:
+        send(*root, signal.SIGTERM)
+        if ignores(root[0], signal.SIGTERM):
+            send(*root, signal.SIGHUP)
+            _wait_gone(dict([root]), min(HANGUP_AFTER, deadline.left()), reap)
     signal_all(seen, signal.SIGTERM)
-    if hangup and hangup[0] in seen:
+    if root and pty:
         _wait_gone(seen, min(HANGUP_AFTER, deadline.left()), reap)
-        send(*hangup, signal.SIGHUP)
+        send(*root, signal.SIGHUP)
     quiet = 0
     while deadline.left() > 0 or quiet:
         _wait_gone(seen, min(RESCAN_EVERY, deadline.left()), reap)

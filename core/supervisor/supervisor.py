@@ -161,7 +161,8 @@ def main(args: list[str]) -> int:
     ticks = _start_ticks(pid)
     me = os.getpid()
     proc = ('{"pid": %d, "pid_start": %d, "supervisor_pid": %d, "supervisor_start": %d, '
-            '"started_at": %r, "launch": "%s"}' % (pid, ticks, me, _start_ticks(me), _now(), LAUNCH))
+            '"started_at": %r, "launch": "%s", "pidns": %d}' % (pid, ticks, me, _start_ticks(me), _now(), LAUNCH,
+                                                                 pid_namespace()))
     try:
         _write_atomic(os.path.join(jobdir, "proc.json"), proc)
     except OSError as exc:  # e.g. the disk is full: a job nobody can find must not run on
@@ -183,6 +184,15 @@ def _set_subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass
+
+
+def pid_namespace() -> int:
+    """The inode of this process's pid namespace (0 where /proc does not say): a pid means
+    something only to a reader in the same one."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _start_ticks(pid: int) -> int:

@@ -61,8 +61,8 @@ class Killer(SupervisorState):
         return proctree.Tree(known, session=self.pid, leader_ticks=self.ticks)
 
     def _kill_worker(self, deadline: proctree.Deadline) -> None:
-        hangup = (self.pid, self.ticks) if self.pty and self.exit is None else None
-        survivors = proctree.kill_tree(self._job_tree(), deadline, hangup=hangup)
+        root = (self.pid, self.ticks) if self.exit is None else None
+        survivors = proctree.kill_tree(self._job_tree(), deadline, root=root, pty=self.pty)
         self.kill_results.append((survivors, self.kill_waiters))
         self.kill_waiters = []
         try:

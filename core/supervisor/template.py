@@ -107,12 +107,13 @@ def fingerprint(path: str | None = None) -> str:
     global _FINGERPRINT
     pty = pty_path() if path is None else path
     files = _CODE_FILES + _pty_files(pty)
-    key = (sys.executable, pty, files, [_stat_key(f) for f in [sys.executable, *files]])
+    python = os.path.realpath(sys.executable)  # venv/bin/python and python3 are the same interpreter
+    key = (python, pty, files, [_stat_key(f) for f in [python, *files]])
     if _FINGERPRINT is not None and _FINGERPRINT[0] == key:
         return _FINGERPRINT[1]
     import hashlib  # here: the registry imports this module, and a one-shot query never spawns
 
-    digest = hashlib.sha256(repr((sys.executable, pty, key[3][0])).encode())
+    digest = hashlib.sha256(repr((python, pty, key[3][0])).encode())
     for name in files:
         digest.update(b"\0%s\0" % os.path.basename(name).encode())
         try:

@@ -21,7 +21,8 @@ they are shown as they are, except for the characters that could act on a termin
 :func:`safe_text` shows as escapes (``\\x1b``, ``\\x9b``, ``\\u202e``): C0 controls but tab and
 newline, DEL, the C1 controls U+0080-U+009F (a terminal may take U+009B as CSI and U+009D as
 OSC), the bidirectional embeddings, overrides and isolates U+202A-U+202E, U+2066-U+2069 (they
-reorder what a line shows) and lone surrogates (they cannot be encoded).  :func:`safe_line` is
+reorder what a line shows), the line and paragraph separators U+2028, U+2029 (a line break to
+some programs, none to others) and lone surrogates (they cannot be encoded).  :func:`safe_line` is
 the same on one line; :func:`safe_json` is JSON with those characters as ``\\uXXXX`` escapes
 (the JSON module leaves C1 and bidi characters raw); :func:`safe_strings` applies
 :func:`safe_text` to every string of a result before a human rendering of it.
@@ -35,7 +36,10 @@ import codecs
 import functools
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "Utf8Stream",
@@ -252,10 +256,11 @@ _BIDI = "\u202a-\u202e\u2066-\u2069"
 
 
 @functools.cache  # compiled on first use (~0.8 ms each): a CLI query prints with one of the two
-def _unsafe(in_json: bool) -> re.Pattern[str]:
+def _unsafe(in_json: bool, keep_c0: bool = False) -> re.Pattern[str]:
     if in_json:  # json escapes C0 itself
         return re.compile("[\x7f-\x9f" + _BIDI + "\u2028\u2029\ud800-\udfff]")
-    return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "\ud800-\udfff]")
+    c0 = "" if keep_c0 else "\x00-\x08\x0b-\x1f"
+    return re.compile("[" + c0 + "\x7f-\x9f" + _BIDI + "\u2028\u2029\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -265,26 +270,50 @@ def _escape(match: re.Match[str]) -> str:
 
 def safe_text(text: str) -> str:
     """``text`` fit for a terminal: every character that could act on one (C0 but tab and
-    newline, DEL, C1, bidi overrides and isolates, lone surrogates) shown as its escape,
+    newline, DEL, C1, bidi overrides and isolates, U+2028/U+2029, lone surrogates) shown as its escape,
     ``"\\x1b"``, ``"\\u202e"``; everything else, and so every ordinary text, unchanged."""
     return _unsafe(in_json=False).sub(_escape, text)
 
 
+def safe_marks(text: str) -> str:
+    """:func:`safe_text` for text that keeps its C0 controls (``log --follow`` on a terminal keeps
+    ``\\r`` and backspace, which redraw progress in place, and colours): DEL, C1, bidi controls,
+    U+2028/U+2029 and lone surrogates shown as their escapes."""
+    return _unsafe(in_json=False, keep_c0=True).sub(_escape, text)
+
+
 def safe_line(text: str) -> str:
     """:func:`safe_text` on one line: every run of whitespace (newlines, tabs) one space."""
-    return " ".join(safe_text(text).split())
+    return " ".join(safe_text(text.replace("\u2028", " ").replace("\u2029", " ")).split())
 
 
 def safe_strings(value: Any) -> Any:
     """``value`` (a result: dicts, lists, strings, numbers) with :func:`safe_text` applied to
     every string in it, for a human rendering that formats its fields (about 10 µs a ``list()``
     row)."""
+    return _each_string(value, safe_text)
+
+
+def encodable(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings shown as its escape (``"\\udc9b"``, a
+    byte of a name or command that was not UTF-8): what a UTF-8 writer can send (the MCP
+    SDK's structured content, which would fail on the surrogate); every other character kept."""
+    surrogates = _surrogates()
+    return _each_string(value, lambda text: surrogates.sub(_escape, text))
+
+
+@functools.cache
+def _surrogates() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff]")
+
+
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        return safe_text(value)
+        return change(value)
     if isinstance(value, dict):
-        return {key: safe_strings(item) for key, item in value.items()}
+        return {key: _each_string(item, change) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [safe_strings(item) for item in value]
+        return [_each_string(item, change) for item in value]
     return value
 
 
@@ -299,7 +328,11 @@ def safe_json(value: Any) -> str:
     return _unsafe(in_json=True).sub(_json_escape, json.dumps(value, ensure_ascii=False, default=str))
 
 
+ERROR_CHARS = 2000  # characters of an error message (it may quote a huge bad value)
+
+
 def one_line(message: str) -> str:
     """An error message on one line: line breaks inside it (from a value it quotes) shown as \\n,
-    and what could act on a terminal as :func:`safe_text` shows it."""
-    return safe_text(message.strip().replace("\r", "\\r").replace("\n", "\\n"))
+    and what could act on a terminal as :func:`safe_text` shows it; cut to ERROR_CHARS."""
+    line = safe_text(message.strip().replace("\r", "\\r").replace("\n", "\\n"))
+    return line if len(line) <= ERROR_CHARS else f"{line[:ERROR_CHARS]}... [{len(line) - ERROR_CHARS} more characters]"

@@ -318,7 +318,7 @@ def test_every_cli_command_answers_in_one_line(jobs, capsys, monkeypatch, tmp_pa
 
     reg, running, done = jobs
 
-    @settings(_SETTINGS, max_examples=150)
+    @settings(_SETTINGS, max_examples=100)
     @given(data=st.data())
     def check(data):
         argv = ["--home", str(reg.home), *_cli_argv(data, running, done)]
