@@ -86,6 +86,15 @@ async def test_exit_code_toast_and_status(registry):
         await until(pilot, lambda: "exited 3" in notes(app), what="toast with the exit code")
 
 
+async def test_an_empty_log_says_no_output_yet_while_the_job_runs_and_no_output_once_it_ended(registry):
+    sid = spawn(registry, "sleep 1.5", name="silent")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        await until(pilot, lambda: screen_text(app).startswith(" (no output yet)"), what="the running job's note")
+        await until(pilot, lambda: screen_text(app).startswith(" (no output)\n"), timeout=15, what="the ended job's")
+
+
 async def test_log_pane_renders_colours_safely_and_collapses_cr(registry):
     script = (
         "import sys\n"
@@ -97,6 +106,7 @@ async def test_log_pane_renders_colours_safely_and_collapses_cr(registry):
         "w('\\x1b[2J\\x1b[H\\x1b[?1049hcursor-moves\\n')\n"
         "w('progress 10%\\rprogress 50%\\rprogress 100%\\n')\n"
         "w('\\x9b31mc1-csi\\n')\n"
+        "w('bidi \\u202etxt.exe \\u2066iso\\u2069\\n')\n"
     )
     sid = spawn(registry, f"{PY} -c {__import__('shlex').quote(script)}")
     app = make_app(registry)
@@ -109,10 +119,12 @@ async def test_log_pane_renders_colours_safely_and_collapses_cr(registry):
         assert "title-attempt" in text and "evil title" not in text
         assert "link text" in text and "x.example" not in text
         assert "progress 100%" in text and "progress 10%" not in text
+        assert "bidi \\u202etxt.exe \\u2066iso\\u2069" in text  # shown, never sent
         pane = app.query_one(LogPane)
         segments = [seg for y in range(pane.size.height) for seg in pane.render_line(y)]
         for seg in segments:
             assert "\x1b" not in seg.text and "\x9b" not in seg.text and "\x07" not in seg.text
+            assert not set(seg.text) & {"\u202e", "\u2066", "\u2069"}
             assert not (seg.style and seg.style.link)
         red = [seg for seg in segments if "red alert" in seg.text]
         assert red and red[0].style.color is not None and red[0].style.color.name in ("red", "color(1)")
@@ -139,6 +151,34 @@ async def test_log_follow_scroll_up_stops_end_resumes(registry):
         await until(pilot, lambda: screen_text(app).startswith("line 1\n"), what="top of the log")
         await pilot.press("end")
         await until(pilot, lambda: pane.follow and "line 400" in screen_text(app), what="End resumes")
+
+
+async def test_a_paused_view_stays_paused_when_the_line_count_shrinks(registry):
+    # a flood's line count is an estimate: corrected down while the view is paused a page above
+    # the bottom, the clamp to the new bottom must not follow again (CI saw PageUp undone so for 40 s)
+    sid = spawn(registry, "seq 1 400; sleep 30")
+    app = make_app(registry)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await select(pilot, app, sid)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: "400" in screen_text(app).split(), what="tail shown")
+        pane.focus()
+        await until(pilot, lambda: app.focused is pane, what="log focused")
+        await pilot.press("pageup")
+        await until(pilot, lambda: not pane.follow, what="paused")
+        height = pane.virtual_size.height
+        pane._set_virtual(height - 50)  # as a smaller estimate does: the layout clamps the view
+        await until(pilot, lambda: pane.scroll_y <= height - 50, what="the view pulled to the new bottom")
+        # the reader's next answer restores the real count: the view stays where it was pulled
+        await until(pilot, lambda: pane.virtual_size.height == height, what="the count restored")
+        assert not pane.follow and pane.scroll_y < pane.max_scroll_y
+        for _ in range(8):  # scrolled down to the bottom: following again
+            await pilot.press("pagedown")
+            await pilot.pause(0.05)
+        await until(pilot, lambda: pane.follow, what="PageDown to the bottom follows")
+        pane.follow = False  # paused at the bottom (as a clamp leaves it)
+        await pilot.press("down")  # one key down there follows (as End does)
+        await until(pilot, lambda: pane.follow, what="a key down at the bottom follows")
 
 
 async def test_log_follow_keeps_up_with_new_output(registry):
@@ -520,6 +560,14 @@ async def test_terminal_pane_types_into_pty_job(registry):
         term = await open_repl_terminal(pilot, app, registry)
         await pilot.press(*"6*7", "enter")
         await until(pilot, lambda: "42" in term.screen_text(), what="REPL answer")
+        # the table's refreshes leave the log pane hidden: the terminal has the area (and the
+        # job's terminal its height) alone
+        snap = app.main.snapshot
+        await until(pilot, lambda: app.main.snapshot is not snap, what="a refresh of the table")
+        await pilot.pause(0.2)
+        assert not app.main.log_pane.display
+        await until(pilot, lambda: registry.screen(term.session_id).get("rows") == term.size.height,
+                    what="the job's terminal as tall as the pane")
         await pilot.press("ctrl+right_square_bracket")
         await until(pilot, lambda: app.main.terminal is None and app.focused is app.query_one(JobsTable))
 

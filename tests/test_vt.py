@@ -212,12 +212,14 @@ def test_no_control_character_reaches_the_screen():
     e = VTEngine(10, 40)
     for _ in range(100):
         pieces = [bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 200))) for _ in range(10)]
-        pieces += [b"\x1b]0;title\x07", b"\x1b]52;c;aGVsbG8=\x07", "\u009b31m\u0085x\u0090y".encode()]
+        pieces += [b"\x1b]0;title\x07", b"\x1b]52;c;aGVsbG8=\x07", "\u009b31m\u0085x\u0090y".encode(),
+                   "\u202etxt.exe \u2066iso\u2069 \u2028\u2029".encode()]
         rnd.shuffle(pieces)
         e.feed(b"".join(pieces))
         for y in range(10):
             text = e.render_line(y).text
-            assert not [c for c in text if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F], repr(text)
+            unsafe = "\u202e\u2066\u2069\u2028\u2029"
+            assert not [c for c in text if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c in unsafe], repr(text)
 
 
 def test_skip_while_on_alternate_screen_does_not_clear_it():

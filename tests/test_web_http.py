@@ -5,8 +5,10 @@ attacker's page would)."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import wait_until
@@ -109,6 +111,22 @@ def test_foreign_origin_is_refused_also_on_the_websocket(served):
     one_line_403(served.request(prefix + "ws", {**WS_HEADERS, **cookie,
                                                 "Origin": f"http://127.0.0.1:{served.port + 1}"}), "Origin")
     assert served.request(prefix, {**cookie, "Origin": f"http://localhost:{served.port}"}).status == 200
+
+
+def test_malformed_headers_are_refused_in_one_line_and_print_no_traceback(served):
+    # anyone on the machine can send these, no token needed: they made a 500 and a 22-line
+    # traceback in the user's terminal
+    prefix, _ = served.login()
+    one_line_403(served.request(f"/?token={served.token}", {"Origin": "http://[::1"}), "Origin")
+    one_line_403(served.request(prefix, {"Cookie": f"hermes_procs_token_{served.port}=\xff"}), "")
+    with socket.create_connection(("127.0.0.1", served.port), timeout=20) as sock:  # aiohttp's own 400
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n")
+        assert b" 400 " in sock.recv(100)
+    time.sleep(0.5)  # what the server printed about them has arrived
+    printed = "".join(served.printed)
+    after = printed.split("Press Ctrl+C to stop.\n", 1)[1].splitlines()
+    assert after and all(line.startswith("hermes-procs: web: ") for line in after), printed  # one line each
+    assert served.request(prefix, {"Cookie": f"hermes_procs_token_{served.port}={served.token}"}).status == 200
 
 
 @pytest.mark.parametrize("flag", ["--host", "--bind"])

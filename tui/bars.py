@@ -27,6 +27,7 @@ from hermes_procs.core.supervisor.text import safe_line  # one line, escapes sho
 
 from .jobs_table import SHORT_ID, fmt_duration, short_id
 from .sampler import JobRow
+from .stack_view import is_header
 
 __all__ = ["DetailTitle", "KeyFooter", "TopBar", "fit_title"]
 
@@ -127,7 +128,7 @@ class DetailTitle(Widget):
             text.append(self.host_name or row.host, style="bold magenta" if row.unreachable else "bold")
             if row.unreachable:
                 text.append(" (unreachable: last known state)", style="magenta")
-        if not self.terminal_open:
+        if not self.terminal_open and not is_header(row.session_id):  # a stack's row has no log
             text.append(f"  · log {self.log_status}", style="dim")
         return text
 

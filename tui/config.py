@@ -69,8 +69,8 @@ def _rule(pattern: str, style: str) -> HighlightRule:
 def _user_rule(pattern: str, style: str) -> HighlightRule:
     regex = compile_user(pattern, what="pattern")
     if regex.engine != "re2":
-        raise PatternError(f"pattern {pattern!r} needs Python's backtracking re (look-around, back-references, "
-                           "or the google-re2 package is missing); highlights take RE2 patterns only")
+        raise PatternError(f"pattern {pattern!r} cannot run in RE2: {regex.why_not_re2}; highlights take RE2 "
+                           "patterns only (a match there takes time linear in the line)")
     return HighlightRule(regex, Style.parse(style))
 
 

@@ -1,9 +1,9 @@
 """One raw line of a job's log turned into safe styled text: every escape sequence but SGR
 (colours) removed by the one sanitiser (``strip_ansi(keep_sgr=True)``: OSC 52, titles,
-hyperlinks, cursor moves, private modes, DCS, C1 controls ...), ``\\r`` redraws collapsed, and
-only then the SGR codes parsed by ``rich``'s ANSI decoder into styles. Nothing a job wrote
-ever reaches the real terminal. Used by the log pane, its reader (search) and the terminal
-pane's scrollback.
+hyperlinks, cursor moves, private modes, DCS, C1 controls ...), ``\\r`` redraws collapsed, bidi
+controls shown as escapes (``safe_marks``), and only then the SGR codes parsed by ``rich``'s
+ANSI decoder into styles. Nothing a job wrote ever reaches the real terminal. Used by the log
+pane, its reader (search) and the terminal pane's scrollback.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from rich.ansi import AnsiDecoder
 from rich.text import Text
 
-from hermes_procs.core.supervisor.text import collapse_cr, strip_ansi
+from hermes_procs.core.supervisor.text import collapse_cr, safe_marks, strip_ansi
 
 __all__ = ["MAX_LINE_CHARS", "render_raw_line"]
 
@@ -51,7 +51,7 @@ def render_raw_line(raw: bytes) -> Text:
             s = body[k + 1:]
         else:
             s = s[:MAX_LINE_CHARS] + f"… [{cut} more characters]"
-    s = _collapse(strip_ansi(s, keep_sgr=True))
+    s = safe_marks(_collapse(strip_ansi(s, keep_sgr=True)))  # bidi controls shown as \u202e
     text = AnsiDecoder().decode_line(s)
     text.expand_tabs(8)
     text.no_wrap = True

@@ -135,10 +135,18 @@ class LogPane(ScrollView, can_focus=True):
         self._max_width = 0
         self._programmatic = 0
         self._find = Finder()
+        self.job_ended = False  # the shown job has ended: an empty log has "no output", not "no output yet"
         self.updates = 0  # repaint-causing messages handled (for tests and benches)
         self.resizes = 0  # virtual size changes: each one is a layout pass of the screen
 
     # --- job selection --------------------------------------------------------------
+
+    def set_ended(self, ended: bool) -> None:
+        """The shown job has ended (or runs again): the note on an empty log follows."""
+        if ended != self.job_ended:
+            self.job_ended = ended
+            if self.total == 0 and not self._raw:
+                self.refresh()
 
     def show_job(self, session_id: str | None, jobdir: Path | None) -> None:
         """Switch to another job (None: nothing)."""
@@ -208,9 +216,13 @@ class LogPane(ScrollView, can_focus=True):
         super().watch_scroll_y(old, new)
         if self._programmatic or self._filter is not None:
             return
+        # reaching the bottom follows only when scrolled down to it: a paused view clamped to
+        # the bottom by a shrinking line count (a flood's estimate corrected) stays paused
         at_bottom = round(new) >= self.max_scroll_y
-        if self.follow != at_bottom:
-            self.follow = at_bottom
+        if not at_bottom and self.follow:
+            self.follow = False
+        elif at_bottom and not self.follow and new > old:
+            self.follow = True
         self._request()
 
     def _follow_status(self) -> None:
@@ -252,7 +264,7 @@ class LogPane(ScrollView, can_focus=True):
     def action_scroll_down(self) -> None:
         if self._sel.active:
             return self._move_selection(1)
-        self.scroll_to(y=self.scroll_y + 1, animate=False, immediate=True, force=True)
+        self._scroll_down_by(1)
 
     def action_page_up(self) -> None:
         if self._sel.active:
@@ -263,8 +275,14 @@ class LogPane(ScrollView, can_focus=True):
     def action_page_down(self) -> None:
         if self._sel.active:
             return self._move_selection(self._page())
-        self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False,
-                       immediate=True, force=True)
+        self._scroll_down_by(self.scrollable_content_region.height)
+
+    def _scroll_down_by(self, lines: int) -> None:
+        """Scroll down; a key pressed at the bottom follows again (as End does)."""
+        if self._filter is None and round(self.scroll_y) >= self.max_scroll_y and not self.follow:
+            self.action_follow()
+            return
+        self.scroll_to(y=self.scroll_y + lines, animate=False, immediate=True, force=True)
 
     # --- filter mode: only the matching lines of the whole log -------------------------------
 
@@ -681,7 +699,7 @@ class LogPane(ScrollView, can_focus=True):
             if y == 0 and not self.session_id:
                 note = " Select a job to see its output."
             elif y == 0 and self.session_id and self.total == 0 and not self._raw:
-                note = " (no output yet)"
+                note = " (no output)" if self.job_ended else " (no output yet)"
             if note:
                 return Strip([Segment(note, style + Style(dim=True))]).extend_cell_length(width, style)
             return Strip.blank(width, style)

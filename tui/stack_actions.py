@@ -63,6 +63,7 @@ class StackActions(Screen):
     ]
 
     registry: Any
+    terminal: Any  # MainScreen's terminal pane, while one is open
     _stack_groups: StackGroups | None = None
 
     @property
@@ -105,7 +106,7 @@ class StackActions(Screen):
         detail = self.query_one("#stack-detail", Static)
         stack = self.stack_groups.stacks.get(sid.removeprefix("stack:")) if is_header(sid) and sid else None
         detail.set_class(stack is not None, "shown")
-        self.query_one("#log").display = stack is None
+        self.query_one("#log").display = stack is None and self.terminal is None  # an open terminal pane hides it
         if stack is not None:
             detail.update(summary_text(stack))
         return stack is not None

@@ -81,8 +81,10 @@ class StackGroups:
         ready = sum(j.get("state") in ("ready", "exited") for j in jobs)
         restarts = sum(int(j.get("restarts") or 0) for j in jobs)
         trouble = [f"{safe_line(j['name'])} {j['state']}" for j in jobs if j.get("state") not in ("ready", "exited")]
-        detail = f"{ready}/{len(jobs)} ready" + (f" · restarts {restarts}" if restarts else "")
-        if trouble and stack.get("state") != "down":
+        down = stack.get("state") == "down"  # its jobs' states are their last ones: no "ready" count
+        detail = (f"{len(jobs)} job{'s' * (len(jobs) != 1)}" if down else f"{ready}/{len(jobs)} ready") + (
+            f" · restarts {restarts}" if restarts else "")
+        if trouble and not down:
             detail += " · " + ", ".join(trouble[:3])
         running = [m for m in members if m.running]
         return JobRow(

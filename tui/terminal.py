@@ -44,11 +44,9 @@ from hermes_procs.core.registry.interface import Registry
 
 from .keys import FULL_ATTACH_KEY, LEAVE_KEY, paste_bytes, translate_key
 from .log_lines import render_raw_line
-from .vt import VTEngine, safe_tail, scan_modes
+from .vt import CELL_SAFE, VTEngine, safe_tail, scan_modes
 
 _INDICATOR = RichStyle(reverse=True, bold=True)
-# control characters never reach the real terminal from the scrollback view
-_SAFE = {i: "\ufffd" for i in [*range(0x20), *range(0x7F, 0xA0)]}
 MAX_FPS = 30
 TAIL_BYTES = 256 * 1024  # recent output replayed on attach
 MAX_PENDING = 4 * 1024 * 1024  # bytes waiting for the UI before the oldest are dropped
@@ -605,8 +603,13 @@ class TerminalPane(Widget, can_focus=True):
         if jobdir is None:
             if first is None:
                 return int(self.registry.read_log(self.session_id, limit=1).get("total_lines") or 0), []
-            got = self.registry.read_log(self.session_id, offset=first, limit=max(1, count))
-            return 0, [Text(line.translate(_SAFE), no_wrap=True) for line in (got.get("output") or "").split("\n")]
+            lines: list[str] = []
+            while True:  # an answer holds at most 1 MiB of lines: ask on for the rest of the window
+                got = self.registry.read_log(self.session_id, offset=first + len(lines),
+                                             limit=max(1, count - len(lines)))
+                lines += (got.get("output") or "").split("\n")
+                if not got.get("capped") or len(lines) >= count:
+                    return 0, [Text(line.translate(CELL_SAFE), no_wrap=True) for line in lines]
         idx = self._history_index
         if idx is None:  # indexed once per scrollback: later pages read only their lines
             idx = self._history_index = logstore.LineIndex(jobdir)

@@ -31,7 +31,7 @@ from textual.strip import Strip
 
 from hermes_procs.core.registry.screen import ReplySink, prepare, replay_modes, safe_tail, scan_modes
 
-__all__ = ["ENGINE_NAME", "Modes", "VTEngine", "safe_tail", "scan_modes"]
+__all__ = ["CELL_SAFE", "ENGINE_NAME", "Modes", "VTEngine", "safe_tail", "scan_modes"]
 
 ENGINE_NAME = "bittty"
 
@@ -88,8 +88,11 @@ def _rich_style(style: BStyle) -> RichStyle:
 
 
 _CURSOR_STYLE = RichStyle(reverse=True)
-# Control characters (C0, DEL, C1) never reach the real terminal from a cell.
-_SAFE = {i: "\ufffd" for i in [*range(0x20), *range(0x7F, 0xA0)]}
+# Control characters (C0, DEL, C1), bidi controls and the line/paragraph separators never reach
+# the real terminal from a cell (a cell holds one character: U+FFFD stands in for it, the
+# columns stay as they were).
+CELL_SAFE = {i: "\ufffd" for i in [*range(0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F),
+                                     0x2028, 0x2029, *range(0x2066, 0x206A)]}
 
 
 class VTEngine:
@@ -267,13 +270,13 @@ class VTEngine:
                 style = style + _CURSOR_STYLE
             if style is not run_style and style != run_style:
                 if run:
-                    segments.append(Segment("".join(run).translate(_SAFE), run_style))
+                    segments.append(Segment("".join(run).translate(CELL_SAFE), run_style))
                 run = []
                 run_style = style
             run.append(ch)
             used = x + 1
         if run:
-            segments.append(Segment("".join(run).translate(_SAFE), run_style))
+            segments.append(Segment("".join(run).translate(CELL_SAFE), run_style))
         if used < width:
             segments.extend(_padding(used, width, cursor_x))
         return Strip(segments, width)

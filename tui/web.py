@@ -11,6 +11,8 @@ caller allowed more (the CLI checks ``--allow-remote``).
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 import shlex
 import signal
 import sys
@@ -21,10 +23,34 @@ import aiohttp_jinja2
 from aiohttp import web
 from textual_serve.server import Server
 
+from hermes_procs.core.supervisor.text import safe_line
+
 from .web_guard import Guard, is_loopback, new_token, private_headers, url_host
 from .web_sessions import HEADER_TIMEOUT, MAX_SESSIONS, Sessions
 
 TEMPLATES = Path(__file__).parent / "web_templates"  # the page: textual-serve's, made self-contained
+
+
+MAX_ERROR_LINES = 20
+
+
+class _OneLineErrors(logging.Handler):
+    """aiohttp's errors as one sanitised line each on stderr (what a request sent is hostile)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.shown = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.shown += 1
+        if self.shown > MAX_ERROR_LINES:
+            return
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f": {type(exc).__name__}: {exc}"
+        tail = " (further errors are not shown)" if self.shown == MAX_ERROR_LINES else ""
+        sys.stderr.write(f"hermes-procs: web: {safe_line(text)[:300]}{tail}\n")
 
 
 class WebServer(Server):
@@ -37,7 +63,14 @@ class WebServer(Server):
         self.sessions = Sessions(self, max_sessions)
 
     def initialize_logging(self) -> None:
-        """No per-request log lines: the terminal shows the URL and errors only."""
+        """No per-request log lines: the terminal shows the URL and errors only, each error one
+        line (aiohttp's own, of a malformed request anyone on the machine may send, came with a
+        22-line traceback) and at most MAX_ERROR_LINES of them."""
+        handler = _OneLineErrors()
+        for name in ("aiohttp.server", "aiohttp.web", "aiohttp.access"):
+            log = logging.getLogger(name)
+            log.handlers[:] = [handler]
+            log.propagate = False
 
     async def on_startup(self, app: web.Application) -> None:
         """No banner: `serve` prints the URL once the port is known."""
@@ -80,6 +113,7 @@ def app_command(home: str | None, read_only: bool) -> str:
 
 
 async def _serve(server: WebServer, stop: asyncio.Event) -> None:
+    server.initialize_logging()
     app = await server._make_app()
     runner = web.AppRunner(app, handle_signals=False, access_log=None, keepalive_timeout=HEADER_TIMEOUT)
     await runner.setup()
@@ -135,5 +169,6 @@ def serve(home: str | None = None, host: str = "127.0.0.1", port: int = 8765, re
     try:
         asyncio.run(main())
     except OSError as exc:
-        return _fail(f"cannot serve on {url_host(host)}:{port}: {exc.strerror or exc}")
+        hint = " (another port: --port N; --port 0 picks a free one)" if exc.errno == errno.EADDRINUSE else ""
+        return _fail(f"cannot serve on {url_host(host)}:{port}: {exc.strerror or exc}{hint}")
     return 0

@@ -93,7 +93,10 @@ class Guard:
             return f"forbidden: Host header {host!r} is not this server (DNS rebinding protection)"
         origin = request.headers.get("Origin")
         if origin is not None:
-            parts = urlsplit(origin)
+            try:
+                parts = urlsplit(origin)
+            except ValueError:  # `http://[::1` and the like: not a URL, so not this server
+                return f"forbidden: Origin {origin!r} is not this server"
             if parts.scheme not in ("http", "https") or not self.host_ok(parts.netloc):
                 return f"forbidden: Origin {origin!r} is not this server"
         path = request.rel_url.raw_path
@@ -112,7 +115,8 @@ class Guard:
         return None
 
     def _is_token(self, given: str) -> bool:
-        return secrets.compare_digest(given.encode(), self.token.encode())
+        # surrogateescape: a header's bytes that are not UTF-8 are compared, not an encoding error
+        return secrets.compare_digest(given.encode("utf-8", "surrogateescape"), self.token.encode())
 
     def _cookies(self, request: web.Request) -> list[str]:
         """Every value sent for our cookie name: another local server may set one of the same name
