@@ -59,11 +59,15 @@ def restart_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a job's command again as a new job (killing it first if it runs); print the new id.
+
     `restart STACK [JOB]`: the whole stack in dependency order, or one job of it."""
     home, as_json = opts(ctx, home, as_json)
     from .cmd_stack import is_stack, restart_stack
 
     if job is not None or is_stack(home, session_id):
         return restart_stack(home, session_id, job, as_json)
-    emit(registry(home).restart(session_id), as_json, lambda r: str(r["session_id"]))
+    result = registry(home).restart(session_id)
+    if isinstance(result, dict) and str(result.get("error", "")).startswith("Invalid session id"):
+        result = {**result, "error": f"{result['error']}; no stack has that name either (`hermes-procs stacks`)"}
+    emit(result, as_json, lambda r: str(r["session_id"]))
     return None

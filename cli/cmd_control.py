@@ -8,12 +8,13 @@ from typing import Annotated, Any, Optional
 import typer
 
 from hermes_procs.core.registry.model import JobInfo, Signal
+from hermes_procs.core.supervisor.bounds import BadNumber, seconds
 from hermes_procs.core.supervisor.text import safe_line
 
 from . import queries
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, opts, registry
-from .output import CliError, emit
+from .output import CliError, emit, emit_each
 
 
 @app.command("wait")
@@ -37,6 +38,7 @@ def wait_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Wait for a job to end, or (--until) to ask for input, go quiet, print a match or listen.
+
     With several ids: until the first of them ends (its id is printed; --json adds `running`).
 
     Exit status: 0 when it has ended or the --until condition holds (whatever its code;
@@ -59,7 +61,8 @@ def _killed_text(result: dict[str, Any]) -> str:
 @app.command("kill")
 def kill_cmd(
     ctx: typer.Context,
-    session_id: IdArg,
+    session_ids: Annotated[list[str], typer.Argument(
+        metavar="ID...", help="Session id, a unique prefix (>= 4 hex), or STACK/JOB; several: each in turn.")],
     grace: Annotated[
         Optional[float],
         typer.Option("--grace", metavar="S",
@@ -68,10 +71,21 @@ def kill_cmd(
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Kill a job's whole process tree (SIGTERM, grace, SIGKILL)."""
+    """Kill a job's whole process tree (SIGTERM, grace, SIGKILL); several ids: each in turn.
+
+    With several ids --json prints a list; exit status 1 when any could not be killed."""
     home, as_json = opts(ctx, home, as_json)
     kwargs = {} if grace is None else {"grace": grace}
-    emit(registry(home).kill(session_id, **kwargs), as_json, _killed_text)
+    reg = registry(home)
+    if len(session_ids) == 1:
+        emit(reg.kill(session_ids[0], **kwargs), as_json, _killed_text)
+        return
+    if grace is not None:  # a bad --grace is one error, not one per id
+        try:
+            seconds(grace, "grace", allow_zero=True)
+        except BadNumber as exc:
+            raise CliError(str(exc)) from None
+    emit_each([reg.kill(sid, **kwargs) for sid in session_ids], as_json, _killed_text, "kill")
 
 
 @app.command("signal")
@@ -135,12 +149,14 @@ def _tree_text(result: dict[str, Any]) -> str:
         return f"{result.get('session_id')} has no processes left."
     ports = [",".join(str(p) for p in row.get("ports") or ()) for row in rows]
     width = max(5, *(len(p) for p in ports))
-    lines = [f"{'PID':>7}  {'STATE':<5}  {'CPU%':>5}  {'RSS':>7}  {'':<5}  {'PORTS':<{width}}  COMMAND"]
+    lines = [f"{'PID':>7}  {'STATE':<5}  {'CPU%':>5}  {'RSS':>7}  {'WAITS':<5}  {'PORTS':<{width}}  COMMAND"]
     for row, listening in zip(rows, ports, strict=True):
         mark = "input" if row.get("awaiting_input") else ""
         lines.append(f"{row['pid']:>7}  {row['state']:<5}  {row['cpu_percent']:>5.1f}  "
                      f"{_mib(row['rss_bytes']):>7}  {mark:<5}  {listening:<{width}}  "
                      f"{'  ' * row['depth']}{safe_line(row['command'])}")
+    if result.get("more_processes"):
+        lines.append(f"... and {result['more_processes']} more processes")
     return "\n".join(lines)
 
 

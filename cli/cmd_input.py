@@ -16,7 +16,7 @@ _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b
 
 
 def _unescape(data: str) -> str:
-    """Interpret backslash escapes (\\n, \\r, \\t, \\x03, \\e, \\u00e9) in DATA."""
+    """Interpret backslash escapes (\\n, \\r, \\t, \\x03, \\e, \\u00e9) in DATA; \\xHH is the byte HH."""
 
     digits = {"x": 2, "u": 4, "U": 8}
 
@@ -26,6 +26,8 @@ def _unescape(data: str) -> str:
             if len(s) != 2 + digits[s[1]]:
                 raise CliError(f"bad escape '{s}': \\{s[1]} takes exactly {digits[s[1]]} hex digits")
             code = int(s[2:], 16)
+            if s[1] == "x" and code >= 0x80:  # the byte, as printf and $'...' read it (write sends it as it is)
+                return chr(0xDC00 + code)
             if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
                 raise CliError(f"bad escape '{s}': not a Unicode character")
             return chr(code)

@@ -18,8 +18,8 @@ def mcp_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
     try:
         from hermes_procs.core.agents.mcp_server import serve
     except ImportError as exc:
-        raise CliError(f"the MCP server is not available ({exc}): install the mcp extra, e.g. pip install "
-                       "'hermes-procs[mcp]' (in a checkout: pip install -e '.[mcp]')") from exc
+        raise CliError(f"the MCP server is not available ({exc}): install the MCP SDK into this environment "
+                       "(pip install 'mcp>=2'), or the mcp extra from the checkout (pip install -e '.[mcp]')") from exc
     registry(home)  # an unusable home (or host) is one line here, not an error inside the server
     serve(home)
 
@@ -52,11 +52,23 @@ def events_cmd(
 
 
 @app.command("prune")
-def prune_cmd(ctx: typer.Context, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
-    """Delete finished jobs past retention (7 days or the newest 200), and stacks down for as
-    many days. Running jobs are kept."""
+def prune_cmd(
+    ctx: typer.Context,
+    keep_days: Annotated[Optional[float], typer.Option(
+        "--keep-days", metavar="D", help="Keep finished jobs and down stacks D days (default 7, "
+                                         "$HERMES_PROCS_KEEP_DAYS); 0: none.")] = None,
+    keep_count: Annotated[Optional[int], typer.Option(
+        "--keep-count", metavar="N", help="Keep the newest N finished jobs (default 200, "
+                                          "$HERMES_PROCS_KEEP_COUNT); 0: none.")] = None,
+    home: HomeOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete finished jobs past retention, and stacks down for as long; running jobs stay.
+
+    Retention: 7 days or the newest 200 finished jobs, whichever keeps fewer;
+    --keep-days and --keep-count change it. A stack goes when down for longer than the days kept."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).prune(), as_json, _pruned)
+    emit(registry(home).prune(keep_days=keep_days, keep_count=keep_count), as_json, _pruned)
 
 
 def _pruned(result: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from hermes_procs.core.supervisor.text import safe_strings
+from hermes_procs.core.supervisor.text import safe_line, safe_strings
 
 from .app import app
 from .options import HomeOpt, JsonOpt, opts, registry
@@ -38,9 +38,11 @@ def stack_text(result: dict[str, Any], color: bool = False) -> str:
         return f"{code}{word}\x1b[0m" if code else word
 
     where = f"supervisor pid {result['pid']}" if result.get("pid") else "no supervisor"
-    lines = [f"stack {result['stack']}: {paint(result['state'])} ({where}, from {result.get('source') or '?'})"]
+    # one line each: a newline in a probe's text or the file's folder would pass for a job's row
+    source = safe_line(str(result.get("source") or "?"))
+    lines = [f"stack {result['stack']}: {paint(result['state'])} ({where}, from {source})"]
     if result.get("note"):
-        lines.append(f"  note: {result['note']}")
+        lines.append(f"  note: {safe_line(result['note'])}")
     changes = result.get("reloaded") or {}
     applied = "; ".join(f"{what} {', '.join(names)}" for what, names in changes.items() if names)
     if applied:
@@ -49,7 +51,7 @@ def stack_text(result: dict[str, Any], color: bool = False) -> str:
     width = max((len(j["name"]) for j in jobs), default=0)
     for job in jobs:
         restarts = f"  restarts {job['restarts']}" if job.get("restarts") else ""
-        message = f"  {job['message']}" if job.get("message") else ""
+        message = f"  {safe_line(job['message'])}" if job.get("message") else ""
         state = paint(job["state"]) + " " * (10 - len(job["state"]))
         lines.append(f"  {job['name']:<{width}}  {state}  {job.get('session_id') or '-':<17}{restarts}{message}")
     return "\n".join(lines)
@@ -98,8 +100,9 @@ def up_cmd(
 @app.command("down")
 def down_cmd(ctx: typer.Context, stack: StackArg = None, file: FileOpt = None, home: HomeOpt = None,
              as_json: JsonOpt = False) -> None:
-    """Stop a stack: its jobs, dependents first, then its supervisor (STACK, or -f FILE, or the
-    stack file of this folder)."""
+    """Stop a stack: its jobs, dependents first, then its supervisor.
+
+    The stack: STACK, or the one of -f FILE, or of the stack file of this folder."""
     home, as_json = opts(ctx, home, as_json)
     _no_host()
     _emit_stack(registry(home).down(stack, file), as_json)

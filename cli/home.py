@@ -24,8 +24,30 @@ def check_home(home: Optional[str]) -> None:
         raise _home_error(home, exc) from exc
 
 
+def missing_home(home: Optional[str]) -> Optional[str]:
+    """The state home named by --home or $HERMES_PROCS_HOME when it does not exist (None when it
+    does, for the default home, and for a remote host): a query need not create it."""
+    from hermes_procs.core.registry.paths import HomeError, resolve_home
+
+    remote = os.environ.get("HERMES_PROCS_HOST") not in (None, "", "local")
+    if remote or not (home or os.environ.get("HERMES_PROCS_HOME")):
+        return None
+    try:
+        path = resolve_home(home)
+    except HomeError:
+        return None  # the registry says what is wrong with it
+    if os.path.lexists(path):
+        return None
+    parent = path.parent
+    while not os.path.lexists(parent):
+        parent = parent.parent
+    return str(path) if parent.is_dir() else None  # under a file: the registry's error says so
+
+
 def _home_error(home: Optional[str], exc: Exception) -> CliError:
-    return CliError(f"cannot open state home {home or '(default)'}: {exc}")
+    named = home or ("($HERMES_PROCS_HOME)" if os.environ.get("HERMES_PROCS_HOME") else
+                     "($HERMES_HOME/procs)" if os.environ.get("HERMES_HOME") else "(default: ~/.hermes/procs)")
+    return CliError(f"cannot open state home {named}: {exc}")
 
 
 def registry(home: Optional[str]) -> Registry:

@@ -51,7 +51,8 @@ def _cells(job: JobInfo, ports: bool) -> tuple[list[str], str]:
         command = "[pty] " + command
     if job.name:
         command = f"{job.name}: {command}"
-    cells = [job.session_id, job.label(), str(job.pid if job.pid is not None else "-"), fmt_started(job.started),
+    label = job.label() + (" (input?)" if job.running and job.awaiting_input else "")  # the dashboard's `?`
+    cells = [job.session_id, label, str(job.pid if job.pid is not None else "-"), fmt_started(job.started),
              fmt_duration(job.uptime)]
     if ports:
         cells.append(",".join(str(port) for port in job.ports))

@@ -97,6 +97,22 @@ def emit(result: Any, as_json: bool, human: Callable[[Any], str | None] | None =
     return result
 
 
+def emit_each(results: list[dict[str, Any]], as_json: bool, human: Callable[[Any], str], verb: str) -> None:
+    """`emit` for the results of one command given several jobs: --json prints them as one
+    list; without it, a line of `human` for each that did not fail. Failures raise one
+    CliError that names each (`could not kill 2 of 3: ...; ...`, the first three)."""
+    if as_json:
+        print_json(results)
+    failed = [_error_message(r) for r in results if r.get("status") in ERROR_STATUSES]
+    if not as_json:
+        for result in results:
+            if result.get("status") not in ERROR_STATUSES:
+                out(human(safe_strings(result)))
+    if failed:
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        raise CliError(f"could not {verb} {len(failed)} of {len(results)}: " + "; ".join(failed[:3]) + more)
+
+
 def check(result: Any, as_json: bool, errors: tuple[str, ...] = ()) -> Any:
     """The error half of `emit`: raise CliError for an error result (printed first with --json)."""
     status = result.get("status") if isinstance(result, dict) else None  # list() gives a list
@@ -143,7 +159,7 @@ def fmt_started(started: float) -> str:
 
 def status_line(job: JobInfo) -> str:
     """`proc_x  exited 3  signal SIGTERM  pid 42  ran 1.2s`."""
-    parts = [job.session_id, job.label()]
+    parts = [job.session_id, job.label() + (" (waiting for input?)" if job.running and job.awaiting_input else "")]
     if job.signal:
         parts.append(f"signal {job.signal}")
     if job.pid is not None:

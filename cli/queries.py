@@ -14,10 +14,11 @@ import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from hermes_procs.core.registry.model import JobInfo
+from hermes_procs.core.supervisor.text import safe_text
 
-from .home import registry
+from .home import missing_home, registry
 from .jobtable import jobs_text
-from .output import CliError, check, emit, flag_names, status_line
+from .output import CliError, check, emit, flag_names, status_line, warn
 
 if TYPE_CHECKING:
     from hermes_procs.core.registry.interface import Registry
@@ -28,9 +29,18 @@ WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
 def ls(home: Optional[str], as_json: bool, *, show_all: bool = False, task: Optional[str] = None,
        session_key: Optional[str] = None, stack: Optional[str] = None) -> int:
     """`ls`: the jobs, newest first (the table, or the API's list with --json)."""
-    result = registry(home).list(task_id=task, session_key=session_key)
+    missing = missing_home(home)
+    if missing:  # a typo in --home looked like every job gone, and made the folder
+        warn(f"no state home at {missing}: no job has run there (created by the first run)")
+        emit([], as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
+        return 0
+    reg = registry(home)
+    result = reg.list(task_id=task, session_key=session_key)
     if stack is not None and isinstance(result, list):
         result = [row for row in result if row.get("stack") == stack]
+        known = reg.stacks(stack) if not result else []  # no rows: say so if there is no such stack
+        if isinstance(known, dict) and known.get("status") == "error":
+            raise CliError(known["error"])
     emit(result, as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
     return 0
 
@@ -44,7 +54,9 @@ def poll(home: Optional[str], session_id: str, as_json: bool) -> int:
 def _poll_text(result: dict[str, Any]) -> str:
     lines = [status_line(JobInfo.from_dict(result))]
     if result.get("command"):
-        lines.append(f"$ {result['command']}")
+        # a command of several lines is shown as a shell echoes one: `> ` before each line after
+        # the first, so no line of it can pass for a line of the answer
+        lines.append("$ " + "\n> ".join(result["command"].split("\n")))
     if result.get("ports"):
         lines.append("listening on: " + " ".join(str(p) for p in result["ports"]))
     if result.get("port") and result.get("status") == "running" and result["port"] not in (result.get("ports") or ()):
@@ -68,8 +80,53 @@ def log(home: Optional[str], session_id: str, as_json: bool, *, offset: Optional
     kwargs: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
     if since is not None:
         kwargs["since"] = since
-    emit(registry(home).read_log(session_id, **kwargs), as_json, lambda r: r.get("output") or "")
+    reg = registry(home)
+    result = reg.read_log(session_id, **kwargs)
+    if as_json or not result.get("capped"):
+        emit(result, as_json, lambda r: r.get("output") or "")
+        if not as_json and offset is None and since is None:
+            _more_before(result, limit)
+        return 0
+    # one answer holds at most 1 MiB of lines: the lines asked for, in answers of their own
+    check(result, False)
+    first, shown, left = result["first_line"], result["shown_lines"], result["left_out"]
+    dropped = result["dropped_bytes"]
+    if offset is None:  # a tail: the lines left out come before the ones shown
+        _log_pages(reg, session_id, first - left, first + shown, dropped)
+    else:
+        _print_lines(result["output"], shown)
+        _log_pages(reg, session_id, first + shown, first + shown + left, dropped)
     return 0
+
+
+def _more_before(result: dict[str, Any], limit: int) -> None:
+    """On a terminal, say that a tail left lines out (as `log` prints the last 200 by default,
+    a `log ID > file` looked whole); scripts reading stderr from a pipe are told nothing."""
+    total = result.get("total_lines")
+    if isinstance(total, int) and total > limit and sys.stderr.isatty():
+        warn(f"the last {limit} of {total} lines (--limit N shows more, --offset 0 from the first)")
+
+
+def _log_pages(reg: Registry, session_id: str, pos: int, stop: int, dropped: int) -> None:
+    """Print lines `pos` .. `stop - 1` of the job's output, an answer at a time; stop with a
+    warning when the log cap drops output meanwhile (the lines are numbered from the first kept)."""
+    while pos < stop:
+        page = check(reg.read_log(session_id, offset=pos, limit=stop - pos), False)
+        if page.get("dropped_bytes") != dropped:
+            warn("the job's oldest output was dropped by the log cap meanwhile: the lines after these "
+                 "have moved; read them again")
+            return
+        count = page["shown_lines"] if page.get("capped") else max(0, min(stop, page["total_lines"]) - pos)
+        _print_lines(page["output"], count)
+        if not page.get("capped"):
+            return
+        pos += count
+
+
+def _print_lines(text: str, count: int) -> None:
+    """`count` lines of output (`text`, joined by newlines: an empty last line counts too)."""
+    if count:
+        sys.stdout.write(safe_text(text) + "\n")
 
 
 def wait(home: Optional[str], session_ids: list[str], as_json: bool, *, timeout: Optional[float] = None,

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -113,6 +114,121 @@ def test_readme_flow_pty_python_repl(cli):
     assert killed["status"] == "killed" and killed["completion_reason"] == "killed"
     again = cli("kill", sid, check=0).stdout
     assert "already exited" in again
+
+
+def test_log_prints_every_line_asked_for_past_the_answer_cap(cli):
+    # read_log answers at most 1 MiB of lines; `log` asks again for the rest, in order
+    sid = start(cli, "--", sys.executable, "-c", "for i in range(3000): print('%05d' % i + ' ' + 'x' * 994)")
+    cli("wait", sid, check=0)
+    want = ["%05d " % i + "x" * 994 for i in range(3000)]
+    assert cli("log", sid, "--limit", "5000").stdout.splitlines() == want
+    assert cli("log", sid, "--limit", "2500").stdout.splitlines() == want[500:]
+    assert cli("log", sid, "--offset", "100", "--limit", "2000").stdout.splitlines() == want[100:2100]
+    capped = json.loads(cli("log", sid, "--limit", "5000", "--json").stdout)  # --json: the API's one answer
+    assert capped["capped"] and len(capped["output"]) <= 1 << 20 and "read them with offset=0" in capped["showing"]
+    # empty lines at the edge of an answer are lines too (a review found one lost between pages)
+    script = "for i in range(60): print(('%02d' % i) * 30000 if i % 3 else '')"
+    gaps = start(cli, "--", sys.executable, "-c", script)
+    cli("wait", gaps, check=0)
+    want = [("%02d" % i) * 30000 if i % 3 else "" for i in range(60)]
+    for args in (["--limit", "100"], ["--offset", "0", "--limit", "100"], ["--offset", "7", "--limit", "40"]):
+        got = cli("log", gaps, *args).stdout.split("\n")
+        assert got[-1] == "" and got[:-1] == (want if args[1] in ("100", "0") else want[7:47]), args
+
+
+def test_log_paging_stops_with_a_warning_when_the_log_cap_drops_output_meanwhile(cli):
+    # a job writing without pause under a 3 MiB log cap: between two pages of an answer its
+    # oldest output is dropped and the line numbers move; `log` says so instead of printing
+    # lines that do not follow on
+    writer = "import itertools, sys\nfor i in itertools.count(): sys.stdout.write('%09d %s\\n' % (i, 'x' * 990))"
+    sid = cli("run", "--", sys.executable, "-c", writer, env={"HERMES_PROCS_LOG_CAP": str(3 << 20)}).stdout.strip()
+    wait_for(lambda: json.loads(cli("log", sid, "--limit", "1", "--json").stdout)["dropped_bytes"] > 0, timeout=30)
+    for _ in range(20):
+        done = cli("log", sid, "--offset", "0", "--limit", "100000")
+        numbers = [int(line[:9]) for line in done.stdout.splitlines() if len(line) == 1000]  # not a line half written
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))  # what is printed follows on
+        if "dropped by the log cap meanwhile" in done.stderr:
+            assert done.returncode == 0 and len(done.stderr.splitlines()) == 1, done.stderr
+            return
+    raise AssertionError("20 pagings of a log that drops output every few ms never saw a drop")
+
+
+def test_log_says_on_a_terminal_that_a_tail_left_lines_out(cli, home):
+    # `log ID > saved.txt` kept the last 200 of 500 lines without a word
+    import pty as ptymod
+
+    sid = start(cli, "--", "seq 1 500")
+    cli("wait", sid, check=0)
+    master, slave = ptymod.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "hermes_procs", "log", sid], stdout=subprocess.PIPE,
+                              stderr=slave, env=dict(os.environ, HERMES_PROCS_HOME=str(home)), timeout=30)
+        said = os.read(master, 4096).decode()
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert done.stdout.decode().splitlines() == [str(n) for n in range(301, 501)]
+    assert "warning: the last 200 of 500 lines (--limit N shows more, --offset 0 from the first)" in said
+    assert cli("log", sid).stderr == ""  # stderr a pipe: nothing
+    assert cli("log", sid, "--limit", "500").stdout.count("\n") == 500
+
+
+def test_ls_and_poll_say_when_a_job_seems_to_wait_for_input(cli):
+    # only `poll --json` said so (awaiting_input): the dashboard's `?` was missing from the CLI
+    sid = start(cli, "--", 'read -p "Continue? [y/N] " answer')
+    row = wait_for(lambda: next((line for line in cli("ls").stdout.splitlines() if "(input?)" in line), None))
+    assert row.startswith(sid) and "running (input?)" in row
+    assert cli("poll", sid).stdout.splitlines()[0].startswith(f"{sid}  running (waiting for input?)  pid ")
+    cli("submit", sid, "y", check=0)
+    cli("wait", sid, check=0)
+    assert "input?" not in cli("ls").stdout
+
+
+def test_arguments_in_bytes_that_are_not_utf8(cli, home):
+    # a shell's $'a\xffb': write and submit send those bytes; a pattern of them is one error line
+    # (each was "error: UnicodeEncodeError: 'utf-8' codec can't encode character '\udcff' ...")
+    sid = start(cli, "--pty", "--", "cat")
+    odd = os.fsdecode(b"a\xffb")  # how Python hands the program such an argument
+    assert cli("write", sid, odd, check=0).stdout == "wrote 3 bytes\n"
+    from hermes_procs.core import ProcessRegistry
+
+    wait_for(lambda: b"a\xffb" in ProcessRegistry(home=home).log_bytes(sid)["data"])
+    one_error_line(cli("search", odd), "pattern 'a\\udcffb' holds bytes that are not UTF-8 text")
+    one_error_line(cli("wait", sid, "--until", "output:" + odd, "--timeout", "1"), "not UTF-8 text")
+
+
+def test_log_follow_reads_a_bounded_part_of_a_huge_line(cli):
+    # the lines before the live output were read whole: a 20 MB line was printed whole (50 MB: 166 MB of memory)
+    sid = start(cli, "--", sys.executable, "-c", "print('y' * 20_000_000); print('end')")
+    cli("wait", sid, check=0)
+    followed = cli("log", sid, "--follow").stdout
+    assert followed.endswith("y\nend\n") and len(followed) <= (8 << 20) + 100, len(followed)
+
+
+def test_poll_shows_a_command_of_several_lines_as_a_shell_echoes_it(cli):
+    fake = "proc_cafecafecafe  running  pid 1"  # a second line made to pass for a line of the answer
+    sid = start(cli, "--", f"true\n{fake}")
+    cli("wait", sid, check=0)
+    lines = cli("poll", sid).stdout.splitlines()
+    assert lines[1:3] == ["$ true", f"> {fake}"], lines
+    assert not any(line.startswith("proc_cafe") for line in lines), lines
+
+
+def test_kill_takes_several_ids_and_names_each_one_it_could_not(cli):
+    first, second = start(cli, "--", "sleep", "300"), start(cli, "--", "sleep", "300")
+    both = cli("kill", first, second[:10], "--grace", "1")
+    assert both.returncode == 0 and both.stdout == f"{first} killed (SIGTERM)\n{second} killed (SIGTERM)\n", both
+    third = start(cli, "--", "sleep", "300")
+    mixed = cli("kill", "beef", third, "--json", "--grace", "1")
+    assert mixed.returncode == 1, mixed
+    results = json.loads(mixed.stdout)
+    assert [r["status"] for r in results] == ["not_found", "killed"] and results[1]["session_id"] == third
+    one_error_line(mixed, "could not kill 1 of 2: No process with ID beef")
+    two_bad = cli("kill", "beef", "cafe", third, "--grace", "1")
+    assert two_bad.stdout.startswith(f"{third} had already exited"), two_bad
+    one_error_line(two_bad, "could not kill 2 of 3: No process with ID beef; No process with ID cafe")
+    one_error_line(cli("kill", third, "beef", "--grace", "-1"), "grace must be a finite number of seconds")
+    assert json.loads(cli("poll", third, "--json").stdout)["completion_reason"] == "killed"
 
 
 def test_write_submit_close_on_a_pipe_job(cli):
@@ -264,6 +380,16 @@ def test_home_before_or_after_the_subcommand(cli, tmp_path):
     cli("--home", str(other), "--json", "wait", sid, check=0)
 
 
+def test_ls_of_a_home_that_does_not_exist_neither_makes_it_nor_looks_like_jobs_gone(cli, tmp_path):
+    typo = tmp_path / "no" / "such" / "home"
+    done = cli("ls", "--home", str(typo), check=0)
+    assert done.stdout == "No processes.\n" and not (tmp_path / "no").exists()
+    assert done.stderr == f"hermes-procs: warning: no state home at {typo}: no job has run there " \
+                          "(created by the first run)\n"
+    assert cli("ls", "--json", env={"HERMES_PROCS_HOME": str(typo)}, check=0).stdout.strip() == "[]"
+    assert not (tmp_path / "no").exists()
+
+
 def test_prune(cli):
     sid = start(cli, "--", "true")
     cli("wait", sid, check=0)
@@ -273,6 +399,12 @@ def test_prune(cli):
     assert gone.strip() == "pruned 1 finished job"
     assert json.loads(cli("ls", "--json", check=0).stdout) == []
     assert cli("ls", check=0).stdout.strip() == "No processes."
+    for _ in range(2):
+        cli("wait", start(cli, "--", "true"), check=0)
+    one_error_line(cli("prune", "--keep-count", "-1"), "keep_count must be a number >= 0")
+    one_error_line(cli("prune", "--keep-days", "nan"), "keep_days must be a number >= 0")
+    assert cli("prune", "--keep-count", "1").stdout == "pruned 1 finished job\n"  # the option over the default
+    assert cli("prune", "--keep-days", "0").stdout == "pruned 1 finished job\n"
 
 
 def test_events_once_per_consumer(cli):
@@ -376,13 +508,15 @@ def test_log_follow_loses_nothing_when_the_reader_falls_behind(cli, home):
     # The supervisor drops a live client more than 4 MiB behind; follow must fill the gap.
     n = 1_500_000  # ~10 MB of output
     go = home.parent / "go-flood"
-    sid = start(cli, "--", f"while [ ! -e {go} ]; do sleep 0.02; done; seq 1 {n}")
-    proc = subprocess.Popen(  # --limit: complete even if a loaded machine starts follow late
+    sid = start(cli, "--", f"echo ready; while [ ! -e {go} ]; do sleep 0.02; done; seq 1 {n}")
+    proc = subprocess.Popen(
         [sys.executable, "-m", "hermes_procs", "log", sid, "--follow", "--raw", "--limit", str(n)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=dict(os.environ, HERMES_PROCS_HOME=str(home)),
     )
-    time.sleep(1.0)  # follow attaches while the job holds
+    # follow attaches to the live stream before it prints the lines before it: once `ready`
+    # is read it is attached, however long a loaded machine took to start it
+    assert proc.stdout.readline() == b"ready\n"
     go.touch()
     time.sleep(2.0)  # do not read: the pipe fills, follow blocks, the supervisor runs ahead
     out, err = proc.communicate(timeout=30)
@@ -440,6 +574,20 @@ def test_an_unusable_home_is_the_same_one_line_for_the_dashboard_and_web(tmp_pat
     finally:
         os.close(slave)
         os.close(master)
+    # named by the environment: the error says where the home came from (not "(default)")
+    r = subprocess.run([sys.executable, "-m", "hermes_procs", "ls"], capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, HERMES_PROCS_HOME=str(shared)))
+    assert r.returncode == 1 and r.stderr.startswith(
+        f"hermes-procs: error: cannot open state home ($HERMES_PROCS_HOME): {shared} is writable"), r.stderr
+
+
+def test_web_on_a_port_in_use_says_how_to_pick_another(cli):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_error_line(cli("web", "--port", str(port)), f"cannot serve on 127.0.0.1:{port}")
+    assert line.endswith("address already in use (another port: --port N; --port 0 picks a free one)"), line
 
 
 def test_an_unusable_number_setting_is_a_warning_not_silence(cli):

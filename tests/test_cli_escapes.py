@@ -33,3 +33,17 @@ def test_good_escapes_still_work(registry):
         assert registry.inputs(job["session_id"])[-1]["preview"] == "aA\u00e9\n"
     finally:
         registry.kill(job["session_id"], grace=0.2)
+
+
+def test_a_hex_escape_is_the_byte_as_printf_reads_it(registry):
+    # -E '\xff' sent UTF-8 c3 bf (U+00FF); printf and $'...' send the one byte
+    job = registry.spawn("od -An -tx1", pty=False)
+    try:
+        out = _cli(registry.home, "write", "-E", job["session_id"], "\\xff\\u00ff\\x41")
+        assert out.returncode == 0 and out.stdout == "wrote 4 bytes\n", out
+        registry.close_stdin(job["session_id"])
+        registry.wait(job["session_id"], timeout=10)
+        assert registry.read_log(job["session_id"])["output"].split() == ["ff", "c3", "bf", "41"]
+    finally:
+        registry.kill(job["session_id"], grace=0.2)
+
