@@ -257,6 +257,30 @@ def test_mcp_answers_what_it_was_asked_before_stdin_closed(home):
     assert result["exit_code"] == 3 and "done" in result["output"], result
 
 
+def test_mcp_does_not_wait_for_requests_nobody_will_answer(registry, home):
+    # after stdin closed the server waited 60 s for answers to a line the SDK drops (no
+    # "jsonrpc": "2.0", params that are a list) and to a request the client had cancelled
+    running = registry.spawn("sleep 60")["session_id"]
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"id": 2, "method": "tools/list"},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": []},
+             {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+              "params": {"name": "process_wait", "arguments": {"session_id": running, "timeout": 50}}},
+             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}},
+             {"jsonrpc": "2.0", "id": 5, "method": "ping"}]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "hermes_procs", "mcp", "--home", str(home)],
+                          input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                          capture_output=True, timeout=45)
+    assert done.returncode == 0, done.stderr
+    assert sorted(reply["id"] for reply in map(json.loads, done.stdout.splitlines())) == [1, 5]
+    assert time.monotonic() - started < 40  # not the 50 s wait, nor the 60 s drain
+    assert registry.poll(running)["status"] == "running"
+    registry.kill(running)
+
+
 # ---- a remote host (stdlib only: no RE2 there) --------------------------------------------------
 
 @pytest.mark.skipif(sshd.available() is not None, reason=str(sshd.available()))

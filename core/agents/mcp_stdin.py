@@ -11,7 +11,11 @@ they came; the SDK serves the pipe as it served the terminal's or client's stdin
 The answers go out through a pipe too, whose copier notes which requests they answer: when the
 client closes stdin (`printf '...' | hermes-procs mcp`), the SDK would cancel the requests still
 running and exit without their answers, so the pipe to the SDK is closed only once every request
-read has been answered (or after ``DRAIN_TIMEOUT`` seconds).
+read has been answered (or after ``DRAIN_TIMEOUT`` seconds). A request counts as read only when
+the SDK reads it as one (its own parser decides: a line without ``"jsonrpc": "2.0"`` is dropped
+unanswered, so nobody waits for it), and ``notifications/cancelled`` takes its request off the
+list. A cancelled call may still run in a worker thread the SDK joins at exit; the process
+therefore ends ``EXIT_GRACE`` seconds after the pipe to the SDK closed, answers flushed.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ import sys
 import threading
 from typing import Any
 
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter
+
 DRAIN_TIMEOUT = 60.0  # seconds the requests still running when stdin closes may take
+EXIT_GRACE = 5.0  # seconds the SDK then has to stop on its own
 
 
 class _Pending:
@@ -34,22 +41,27 @@ class _Pending:
         self.changed = threading.Condition()
 
     def note(self, line: bytes, asked: bool) -> None:
-        """A request (`asked`) or an answer (else) went by: add or remove its id."""
-        if b'"id"' not in line or (not asked and not self.ids):  # an answer to nothing pending: no parse
-            return
+        """A request or a cancel (`asked`) or an answer (else) went by: add or remove its id. A
+        request counts only if the SDK reads it as one (it drops a line it cannot read, such as
+        one without ``"jsonrpc": "2.0"``, unanswered); a cancelled request is answered by nothing."""
+        if (b'"id"' not in line and b'"requestId"' not in line) or (not asked and not self.ids):
+            return  # nothing to count, or an answer to nothing pending: no parse
         try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
+            message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
             return
-        if not isinstance(message, dict) or "id" not in message or not isinstance(message["id"], (int, str)):
-            return
-        is_request = "method" in message
+        if isinstance(message, JSONRPCRequest) and asked:
+            with self.changed:
+                self.ids.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and asked and message.method == "notifications/cancelled":
+            self._answered((message.params or {}).get("requestId"))
+        elif isinstance(message, (JSONRPCResponse, JSONRPCError)) and not asked:
+            self._answered(message.id)
+
+    def _answered(self, request_id: Any) -> None:
         with self.changed:
-            if asked and is_request:
-                self.ids.add(message["id"])
-            elif not asked and not is_request:
-                self.ids.discard(message["id"])
-                self.changed.notify_all()
+            self.ids.discard(request_id)
+            self.changed.notify_all()
 
     def drained(self, timeout: float) -> None:
         with self.changed:
@@ -60,11 +72,6 @@ def mend_stdin() -> None:
     """Serve fd 0 through a pipe whose lines are mended, and fd 1 through one whose copier notes
     the answers (daemon threads copy both; the answers are all out before the process exits)."""
     pending = _Pending()
-    source = os.dup(0)
-    read_end, write_end = os.pipe()
-    os.dup2(read_end, 0)
-    os.close(read_end)
-    threading.Thread(target=_copy, args=(source, write_end, pending), daemon=True, name="mcp-stdin").start()
     client = os.dup(1)
     read_end, write_end = os.pipe()
     os.dup2(write_end, 1)
@@ -73,11 +80,18 @@ def mend_stdin() -> None:
                                name="mcp-stdout")
     answers.start()
     atexit.register(_flush_answers, answers)
+    source = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, 0)
+    os.close(read_end)
+    threading.Thread(target=_copy, args=(source, write_end, pending, answers), daemon=True,
+                     name="mcp-stdin").start()
 
 
-def _copy(source: int, sink: int, pending: _Pending) -> None:
+def _copy(source: int, sink: int, pending: _Pending, answers: threading.Thread) -> None:
     """Copy `source` to `sink` a line at a time, mending each; close `sink` at the end, once the
-    requests read have been answered."""
+    requests read have been answered. A tool call the client cancelled still runs in its thread,
+    which the SDK waits for: the process ends ``EXIT_GRACE`` seconds after `sink` closed."""
     try:
         with open(source, "rb", buffering=1 << 16) as lines, open(sink, "wb", buffering=0) as out:
             for line in lines:
@@ -87,6 +101,15 @@ def _copy(source: int, sink: int, pending: _Pending) -> None:
             pending.drained(DRAIN_TIMEOUT)
     except OSError:  # the server closed its end: nothing is read any more
         pass
+    timer = threading.Timer(EXIT_GRACE, _exit_now, args=(answers,))
+    timer.daemon = True
+    timer.start()
+
+
+def _exit_now(answers: threading.Thread) -> None:
+    """Every answer anyone waits for is out; what still runs was cancelled or will not be read."""
+    _flush_answers(answers)
+    os._exit(0)
 
 
 def _copy_answers(source: int, client: int, pending: _Pending) -> None:
