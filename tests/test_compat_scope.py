@@ -138,6 +138,31 @@ def test_a_job_that_ended_while_the_agent_was_down_is_still_notified(home, regis
         assert event["session_id"] == job_id and event["exit_code"] == 0 and "finished" in event["output"]
         assert event["session_key"] == "chat-9"
         time.sleep(0.5)
+
+def test_a_job_lost_while_the_agent_was_down_is_told_once(home, registry, alive):
+    # the restarted adapter learnt its end twice: from the lost events the look wrote and from
+    # its watch of a job that was not running when taken back
+    import json
+    import os
+    import signal
+
+    agent = AGENT.replace('"sleep 30", task_id', '"echo started; sleep 1", task_id')
+    out = subprocess.run([sys.executable, "-c", agent, str(home)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job_id = out.stdout.strip()
+    proc = json.loads((registry.job_dir(job_id) / "proc.json").read_text())
+    os.kill(proc["supervisor_pid"], signal.SIGKILL)
+    wait_until(lambda: not alive(proc["supervisor_pid"]) and not alive(proc["pid"]), timeout=10)  # then it ends
+    with HermesProcessRegistry(home=home) as hermes:
+        hermes.recover_from_checkpoint()
+        (event, text), = wait_until(lambda: hermes.drain_notifications(), timeout=10)
+        assert event["session_id"] == job_id and event["completion_reason"] == "lost", text
+        hermes._notes._lost_look = 0
+        time.sleep(0.5)
+        hermes.pump()
+        assert hermes.drain_notifications() == []  # once
+        hermes.kill_all(grace=0.2)
+
         assert hermes.drain_notifications() == []  # once
 
 

@@ -158,7 +158,7 @@ class Notifications:
             return [{**_base(session), "type": "watch_match", "pattern": event.get("pattern", ""),
                      "output": event.get("output", ""), "suppressed": event.get("suppressed", 0)}]
         end = "completion" if session._registry_notify else "exited"  # the supervisor's event of the exit
-        if kind == end and session.notify_on_complete:
+        if kind == end and session.notify_on_complete and sid not in self._watched:  # else _adopted_ends tells it
             return [self._completion(session, event.get("exit_code"), event.get("completion_reason"))]
         return []
 
