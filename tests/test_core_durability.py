@@ -6,11 +6,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 from conftest import wait_until
 
 from hermes_procs.core import ProcessRegistry
+from hermes_procs.core.registry import lostjobs
 
 
 def _python(code: str, home, **kwargs) -> subprocess.Popen:
@@ -120,6 +122,34 @@ def test_a_lost_job_is_told_once_and_its_duration_stops(registry, alive):
     assert not (jobdir / "exit.json").exists()  # still no exit made up
     time.sleep(0.3)
     assert registry.poll(sid)["uptime_seconds"] == polled["uptime_seconds"]  # no longer growing
+
+
+def test_looks_that_find_a_job_lost_at_once_all_read_when_it_ended(home):
+    # lost.json was created empty, then written: a look between the two read no end and the
+    # job's duration went on growing for it (161 of 200 dirs with threads switching every 1 us)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for n in range(100):
+            jobdir = home / "jobs" / f"proc_{n:012x}"
+            jobdir.mkdir(parents=True)
+            barrier, found = threading.Barrier(8), []
+
+            def look(jobdir=jobdir, barrier=barrier, found=found) -> None:
+                barrier.wait()
+                found.append(lostjobs.note(jobdir, {"command": "sleep 1"}, {}))
+
+            threads = [threading.Thread(target=look) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert None not in found and len(set(found)) == 1, (jobdir.name, found)
+            assert sorted(p.name for p in jobdir.iterdir()) == ["lost.json"]  # nothing left aside
+    finally:
+        sys.setswitchinterval(switch)
+    lost = [json.loads(line) for line in (home / "events.jsonl").read_text().splitlines()]
+    assert len([e for e in lost if e["type"] == "exited"]) == 100  # each told once
 
 
 def test_notify_and_watch_events_exactly_once_across_processes(home):

@@ -14,8 +14,10 @@ supervisor: the adapter watches it itself).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -33,18 +35,32 @@ def note(jobdir: Path, meta: dict[str, Any], proc: dict[str, Any]) -> float | No
     adopted process)."""
     if meta.get("adopted_from") or proc.get("pidns", 0) not in (0, pid_namespace()):
         return None
-    path = jobdir / LOST_NAME
+    now = time.time()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return _recorded(path)
+        made = _create(jobdir / LOST_NAME, {"ended_at": now, "noted": iso_time(now)})
     except OSError:  # a folder being pruned, a full disk: nothing to note it in
         return None
-    now = time.time()
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"ended_at": now, "noted": iso_time(now)}, fh)
+    if not made:
+        return _recorded(jobdir / LOST_NAME)
     _events(jobdir, meta)
     return now
+
+
+def _create(path: Path, record: dict[str, Any]) -> bool:
+    """Create `path` holding `record`, whole at once (written aside, then linked: a reader never
+    sees it empty); False when it exists already (someone else noted it first)."""
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(record, fh)
+        os.link(aside, path, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(aside)
+    return True
 
 
 def _events(jobdir: Path, meta: dict[str, Any]) -> None:
