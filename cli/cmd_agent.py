@@ -8,7 +8,7 @@ import typer
 
 from . import queries
 from .app import app
-from .options import HomeOpt, IdArg, JsonOpt, opts, registry
+from .options import HomeOpt, IdArg, JsonOpt, existing_registry, opts
 from .output import PROG, CliError, check, emit
 
 
@@ -23,7 +23,7 @@ def _screen_text(result: dict[str, Any]) -> str:
 def screen_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Print what a PTY job's terminal shows now (its screen as text)."""
     home, as_json = opts(ctx, home, as_json)
-    reg = registry(home)
+    reg = existing_registry(home)
     job = check(reg.poll(session_id), as_json)
     if not job.get("pty"):
         sid = job["session_id"]
@@ -66,7 +66,7 @@ def restart_cmd(
 
     if job is not None or is_stack(home, session_id):
         return restart_stack(home, session_id, job, as_json)
-    result = registry(home).restart(session_id)
+    result = existing_registry(home).restart(session_id)
     if isinstance(result, dict) and str(result.get("error", "")).startswith("Invalid session id"):
         result = {**result, "error": f"{result['error']}; no stack has that name either (`hermes-procs stacks`)"}
     emit(result, as_json, lambda r: str(r["session_id"]))

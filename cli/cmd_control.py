@@ -13,7 +13,7 @@ from hermes_procs.core.supervisor.text import safe_line
 
 from . import queries
 from .app import app
-from .options import HomeOpt, IdArg, JsonOpt, opts, registry
+from .options import HomeOpt, IdArg, JsonOpt, existing_registry, opts
 from .output import CliError, emit, emit_each
 
 
@@ -76,7 +76,7 @@ def kill_cmd(
     With several ids --json prints a list; exit status 1 when any could not be killed."""
     home, as_json = opts(ctx, home, as_json)
     kwargs = {} if grace is None else {"grace": grace}
-    reg = registry(home)
+    reg = existing_registry(home)
     if len(session_ids) == 1:
         emit(reg.kill(session_ids[0], **kwargs), as_json, _killed_text)
         return
@@ -106,7 +106,7 @@ def signal_cmd(
         name = Signal.parse(sig).name
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    reg = registry(home)
+    reg = existing_registry(home)
     if pid is None:
         emit(reg.signal(session_id, name), as_json, lambda r: f"sent {name} to {r['session_id']}",
              errors=("already_exited",))
@@ -126,21 +126,21 @@ def _lease_text(result: dict[str, Any]) -> str:
 def pin_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Keep a leased job (run --lease, an agent's ephemeral job) running when its owner ends."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).pin(session_id), as_json, _lease_text, errors=("already_exited",))
+    emit(existing_registry(home).pin(session_id), as_json, _lease_text, errors=("already_exited",))
 
 
 @app.command("unpin")
 def unpin_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Undo `pin`: the job ends with its lease owner (at once if the owner has ended)."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).unpin(session_id), as_json, _lease_text, errors=("already_exited",))
+    emit(existing_registry(home).unpin(session_id), as_json, _lease_text, errors=("already_exited",))
 
 
 @app.command("tree")
 def tree_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Show a job's processes: pid, state, CPU, memory, who waits for input, command."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).tree(session_id), as_json, _tree_text)
+    emit(existing_registry(home).tree(session_id), as_json, _tree_text)
 
 
 def _tree_text(result: dict[str, Any]) -> str:

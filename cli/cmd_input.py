@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .app import app
-from .options import EscOpt, HomeOpt, IdArg, JsonOpt, opts, registry
+from .options import EscOpt, HomeOpt, IdArg, JsonOpt, existing_registry, opts
 from .output import CliError, emit, flag_names
 
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b": "\b", "0": "\0", "\\": "\\"}
@@ -41,7 +41,7 @@ def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, h
     home, as_json = opts(ctx, home, as_json)
     if escapes:
         data = _unescape(data)
-    reg = registry(home)
+    reg = existing_registry(home)
     send = reg.submit if enter else reg.write
     what = "submitted" if enter else "wrote"
 
@@ -99,7 +99,7 @@ def submit_cmd(
 def close_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
     """Close a job's stdin (EOF; Ctrl-D for a PTY job)."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).close_stdin(session_id), as_json, lambda r: f"closed the stdin of {r['session_id']}",
+    emit(existing_registry(home).close_stdin(session_id), as_json, lambda r: f"closed the stdin of {r['session_id']}",
          errors=("already_exited",))
 
 
@@ -114,7 +114,7 @@ def attach_cmd(ctx: typer.Context, session_id: IdArg, home: HomeOpt = None) -> N
         raise CliError("attach needs a terminal on stdin and stdout")
     from hermes_procs.core.registry.attach import AttachError, attach_terminal
 
-    reg = registry(home)
+    reg = existing_registry(home)
     try:
         rc = attach_terminal(reg, session_id)
     except AttachError as exc:

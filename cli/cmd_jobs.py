@@ -13,7 +13,7 @@ from hermes_procs.core.supervisor.text import safe_line
 
 from . import queries
 from .app import app
-from .options import HomeOpt, IdArg, JsonOpt, opts, registry
+from .options import HomeOpt, IdArg, JsonOpt, existing_registry, opts, registry
 from .output import CliError, emit, flag_names, host_warning, warn
 
 
@@ -238,7 +238,7 @@ def log_cmd(
         from .follow import follow_log
 
         try:
-            rc = follow_log(registry(home), session_id, limit=limit, offset=offset, raw=raw)
+            rc = follow_log(existing_registry(home), session_id, limit=limit, offset=offset, raw=raw)
         except AttachError as exc:
             raise CliError(str(exc)) from None
         raise typer.Exit(rc)

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .app import app
-from .options import HomeOpt, JsonOpt, opts, registry
+from .options import HomeOpt, JsonOpt, existing_registry, opts, registry
 from .output import ERROR_STATUSES, CliError, check, emit, print_json
 
 
@@ -68,7 +68,7 @@ def prune_cmd(
     Retention: 7 days or the newest 200 finished jobs, whichever keeps fewer;
     --keep-days and --keep-count change it. A stack goes when down for longer than the days kept."""
     home, as_json = opts(ctx, home, as_json)
-    emit(registry(home).prune(keep_days=keep_days, keep_count=keep_count), as_json, _pruned)
+    emit(existing_registry(home).prune(keep_days=keep_days, keep_count=keep_count), as_json, _pruned)
 
 
 def _pruned(result: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ import typer
 from hermes_procs.core.supervisor.text import safe_line, safe_strings
 
 from .app import app
-from .options import HomeOpt, JsonOpt, opts, registry
+from .options import HomeOpt, JsonOpt, existing_registry, opts, registry
 from .output import CliError, emit, out, print_json, warn
 
 FileOpt = Annotated[
@@ -105,7 +105,7 @@ def down_cmd(ctx: typer.Context, stack: StackArg = None, file: FileOpt = None, h
     The stack: STACK, or the one of -f FILE, or of the stack file of this folder."""
     home, as_json = opts(ctx, home, as_json)
     _no_host()
-    _emit_stack(registry(home).down(stack, file), as_json)
+    _emit_stack(existing_registry(home).down(stack, file), as_json)
 
 
 @app.command("stacks")
@@ -113,16 +113,16 @@ def stacks_cmd(ctx: typer.Context, stack: StackArg = None, home: HomeOpt = None,
     """The stacks of the home with their state and their jobs' states."""
     home, as_json = opts(ctx, home, as_json)
     _no_host()
-    result = registry(home).stacks(stack)
+    result = existing_registry(home).stacks(stack)
     emit(result, as_json, lambda rows: "\n".join(stack_text(r, os.isatty(1)) for r in rows) or "No stacks.")
 
 
 def is_stack(home: Optional[str], target: str) -> bool:
     """True when `target` names a stack of the home (`restart` then restarts the stack)."""
-    result = registry(home).stacks()
+    result = existing_registry(home).stacks()
     return isinstance(result, list) and any(r.get("stack") == target for r in result)
 
 
 def restart_stack(home: Optional[str], stack: str, job: Optional[str], as_json: bool) -> None:
     _no_host()
-    _emit_stack(registry(home).restart_stack(stack, job), as_json)
+    _emit_stack(existing_registry(home).restart_stack(stack, job), as_json)

@@ -1,5 +1,6 @@
 """The registry a command works on: `registry(home)` over a --home (or $HERMES_PROCS_HOST's
-remote host), and `check_home` for the commands that open the home in another process.
+remote host), `existing_registry(home)` for the commands that only work on jobs already there,
+and `check_home` for the commands that open the home in another process.
 Typer-free: the hot queries (quick.py) open their registry here too."""
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ def missing_home(home: Optional[str]) -> Optional[str]:
     while not os.path.lexists(parent):
         parent = parent.parent
     return str(path) if parent.is_dir() else None  # under a file: the registry's error says so
+
+
+def existing_registry(home: Optional[str]) -> Registry:
+    """`registry(home)` for a command on the jobs already there (poll, log, kill, prune, ...): a
+    --home that does not exist is a one-line error, not a new empty folder (a typo in it looked
+    like every job gone)."""
+    missing = missing_home(home)
+    if missing:
+        raise CliError(f"no state home at {missing}: no job has run there (created by the first run)")
+    return registry(home)
 
 
 def _home_error(home: Optional[str], exc: Exception) -> CliError:

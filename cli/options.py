@@ -1,5 +1,6 @@
 """Argument definitions shared by the commands, and what every command starts with: its
---home/--json (`opts`); the registry over that home is home.py's `registry`."""
+--home/--json (`opts`); the registry over that home is home.py's `registry` (`existing_registry`
+ for a command on the jobs already there)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .home import check_home, registry
+from .home import check_home, existing_registry, registry
 
-__all__ = ["EscOpt", "HomeOpt", "HostOpt", "IdArg", "JsonOpt", "check_home", "opts", "registry"]
+__all__ = ["EscOpt", "HomeOpt", "HostOpt", "IdArg", "JsonOpt", "check_home", "existing_registry", "opts", "registry"]
 
 HostOpt = Annotated[
     Optional[str],

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from hermes_procs.core.registry.model import JobInfo
 from hermes_procs.core.supervisor.text import safe_text
 
-from .home import missing_home, registry
+from .home import existing_registry, missing_home, registry
 from .jobtable import jobs_text
 from .output import CliError, check, emit, flag_names, status_line, warn
 
@@ -47,7 +47,7 @@ def ls(home: Optional[str], as_json: bool, *, show_all: bool = False, task: Opti
 
 def poll(home: Optional[str], session_id: str, as_json: bool) -> int:
     """`poll ID`: the job's status line, command, ports, lease and the tail of its output."""
-    emit(registry(home).poll(session_id), as_json, _poll_text)
+    emit(existing_registry(home).poll(session_id), as_json, _poll_text)
     return 0
 
 
@@ -80,7 +80,7 @@ def log(home: Optional[str], session_id: str, as_json: bool, *, offset: Optional
     kwargs: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
     if since is not None:
         kwargs["since"] = since
-    reg = registry(home)
+    reg = existing_registry(home)
     result = reg.read_log(session_id, **kwargs)
     if as_json or not result.get("capped"):
         emit(result, as_json, lambda r: r.get("output") or "")
@@ -133,7 +133,7 @@ def wait(home: Optional[str], session_ids: list[str], as_json: bool, *, timeout:
          exit_code: bool = False, until: str = "exit") -> int:
     """`wait ID...`: until the job ends (or the first of several), or its --until condition holds.
     0 when it did, 130 when interrupted, the job's own status with `exit_code`."""
-    reg = registry(home)
+    reg = existing_registry(home)
     if len(session_ids) > 1 and until != "exit":
         raise CliError("--until works with one job id; several ids wait for the first to end")
     if timeout is not None and not timeout > 0:
@@ -184,7 +184,7 @@ def search(home: Optional[str], words: list[str], as_json: bool, *, context: int
     if len(words) > 2:
         raise CliError("search takes [ID] PATTERN (quote a pattern with spaces)")
     session_id, pattern = (None, words[0]) if len(words) == 1 else words
-    result = registry(home).search(session_id, pattern, context=context, limit=limit, task_id=task)
+    result = existing_registry(home).search(session_id, pattern, context=context, limit=limit, task_id=task)
     emit(result, as_json, lambda r: _matches_text(r, session_id is None, context))
     return 0
 

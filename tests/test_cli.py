@@ -390,6 +390,18 @@ def test_ls_of_a_home_that_does_not_exist_neither_makes_it_nor_looks_like_jobs_g
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("command", [
+    ["poll", "proc_abcd"], ["log", "proc_abcd"], ["log", "-f", "proc_abcd"], ["wait", "proc_abcd"],
+    ["search", "x"], ["kill", "proc_abcd"], ["write", "proc_abcd", "y"], ["tree", "proc_abcd"], ["prune"],
+    ["stacks"], ["restart", "proc_abcd"]])
+def test_a_query_of_a_home_that_does_not_exist_says_so_and_makes_nothing(cli, tmp_path, command):
+    typo = tmp_path / "no" / "such" / "home"
+    done = cli("--home", str(typo), *command, check=1)
+    assert done.stderr == f"hermes-procs: error: no state home at {typo}: no job has run there " \
+                          "(created by the first run)\n" and done.stdout == ""
+    assert not (tmp_path / "no").exists()
+
+
 def test_prune(cli):
     sid = start(cli, "--", "true")
     cli("wait", sid, check=0)
