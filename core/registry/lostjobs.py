@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ def note(jobdir: Path, meta: dict[str, Any], proc: dict[str, Any]) -> float | No
 def _create(path: Path, record: dict[str, Any]) -> bool:
     """Create `path` holding `record`, whole at once (written aside, then linked: a reader never
     sees it empty); False when it exists already (someone else noted it first)."""
-    aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "w") as fh:
