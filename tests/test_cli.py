@@ -339,6 +339,7 @@ def test_signal_and_max_runtime(cli):
 
 
 def test_errors_are_one_line_exit_1(cli):
+    cat = start(cli, "--", "cat")  # the home exists: an id is looked up in it
     one_error_line(cli("poll", "proc_000000000000"), "No process with ID")
     one_error_line(cli("log", "../x"))
     one_error_line(cli("kill", "/etc/passwd"))
@@ -358,7 +359,6 @@ def test_errors_are_one_line_exit_1(cli):
         value = () if value is None else (value,)
         assert one_error_line(cli("run", flag, *value, "--", "true")).startswith(f"hermes-procs: error: {flag}")
     assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")).startswith("hermes-procs: error: --yield-ms ")
-    cat = start(cli, "--", "cat")
     # wait speaks of --until as typed, not of the API's until='...'
     assert one_error_line(cli("wait", cat, "--until", "port")).endswith("without one: use --until port:N")
     assert one_error_line(cli("write", cat, "x", "--yield-ms", "-1")).startswith("hermes-procs: error: --yield-ms ")
