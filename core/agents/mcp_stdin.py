@@ -30,7 +30,7 @@ from typing import Any
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter
 
 DRAIN_TIMEOUT = 60.0  # seconds the requests still running when stdin closes may take
-EXIT_GRACE = 5.0  # seconds the SDK then has to stop on its own
+EXIT_GRACE = 2.0  # seconds the SDK then has to stop on its own (it takes well under 1 s)
 
 
 class _Pending:
