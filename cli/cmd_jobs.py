@@ -75,7 +75,7 @@ def _spawn_options(**given: Any) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
-@app.command("run", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@app.command("run", context_settings={"allow_interspersed_args": False})
 def run_cmd(
     ctx: typer.Context,
     command: CommandArg = None,
@@ -104,7 +104,8 @@ def run_cmd(
 ) -> None:
     """Start COMMAND as a durable background job and print its session id.
 
-    Options go before COMMAND; use `--` before a command that starts with a dash.
+    Options go before COMMAND (a misspelt one is an error, not part of the command); use `--`
+    before a command that starts with a dash.
     Several words are shell-quoted and joined; one word is used as-is (so
     `run 'make -j4 && make test'` works).
     """
@@ -120,7 +121,7 @@ def run_cmd(
     emit(flag_names(result), as_json, lambda r: str(r["session_id"]))
 
 
-@app.command("exec", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@app.command("exec", context_settings={"allow_interspersed_args": False})
 def exec_cmd(
     ctx: typer.Context,
     command: CommandArg = None,

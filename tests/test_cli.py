@@ -369,6 +369,19 @@ def test_errors_are_one_line_exit_1(cli):
     assert json.loads(res.stdout)["status"] == "not_found"
 
 
+def test_a_misspelt_option_before_the_command_is_an_error_not_part_of_it(cli):
+    # unknown options were taken for the command's first words and `--` was swallowed:
+    # `run --pyt -- python3` started `--pyt python3` (exit 0) and bash failed on it
+    assert "No such option: --pyt" in one_error_line(cli("run", "--pyt", "--", "python3"))
+    assert "No such option: --notify" in one_error_line(cli("exec", "--notify", "--", "true"))
+    assert json.loads(cli("ls", "--json", check=0).stdout) == []  # nothing started
+    dashed = start(cli, "--", "-x")  # after `--` a dash is the command's
+    assert json.loads(cli("poll", dashed, "--json", check=0).stdout)["command"] == "-x"
+    flags = start(cli, "echo", "-n", "--json")  # after the command's first word, its own
+    cli("wait", flags, check=0)
+    assert cli("log", flags, check=0).stdout == "--json\n"
+
+
 def test_home_before_or_after_the_subcommand(cli, tmp_path):
     other = tmp_path / "other-home"
     sid = cli("--home", str(other), "run", "--", "true", check=0).stdout.strip()
