@@ -21,7 +21,7 @@ from .output import CliError, emit, emit_each
 def wait_cmd(
     ctx: typer.Context,
     session_ids: Annotated[list[str], typer.Argument(
-        metavar="ID...", help="Session id or a unique prefix (>= 4 hex); with several, the first to end.")],
+        metavar="ID...", help="Session id, a unique prefix (>= 4 hex), or STACK/JOB; with several, the first to end.")],
     timeout: Annotated[
         Optional[float],
         typer.Option("--timeout", metavar="S", help="Give up after S seconds (default: wait for ever)."),

@@ -41,6 +41,8 @@ def stack_text(result: dict[str, Any], color: bool = False) -> str:
     # one line each: a newline in a probe's text or the file's folder would pass for a job's row
     source = safe_line(str(result.get("source") or "?"))
     lines = [f"stack {result['stack']}: {paint(result['state'])} ({where}, from {source})"]
+    if result.get("status") == "already_up":  # `up` again from the same file
+        lines.append("  already up: the file is unchanged, nothing was started")
     if result.get("note"):
         lines.append(f"  note: {safe_line(result['note'])}")
     changes = result.get("reloaded") or {}

@@ -45,6 +45,8 @@ def test_the_readme_stack_commands_on_the_example(registry, home, tmp_path):
         assert up.returncode == 0, up.stdout + up.stderr
         assert up.stdout.startswith("stack stack-demo: up (supervisor pid ") and up.stderr == "", up
         assert answer("http://127.0.0.1:7412/") == "hello from db (api v1)\n"
+        again = cli(home, "up", cwd=folder)  # the same file: it says so, as --json's status does
+        assert again.returncode == 0 and "\n  already up: the file is unchanged, nothing was started\n" in again.stdout
 
         listed = cli(home, "ls", "--stack", "stack-demo")
         assert listed.returncode == 0 and "db: python3 db.py 7411" in listed.stdout, listed
