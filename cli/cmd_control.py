@@ -119,6 +119,8 @@ def _lease_text(result: dict[str, Any]) -> str:
     lease = result.get("lease") or {}
     if lease.get("pinned"):
         return f"pinned {result['session_id']}: it stays when its owner (pid {lease.get('pid')}) ends"
+    if lease.get("owner_alive") is False:  # the owner is gone: the lease ends the job now
+        return f"unpinned {result['session_id']}: its owner (pid {lease.get('pid')}) has ended, so it is being stopped"
     return f"unpinned {result['session_id']}: it ends with its owner (pid {lease.get('pid')})"
 
 
