@@ -54,7 +54,9 @@ stop_grace = 2
     ('[jobs.a\ncommand="x"\n', "hermes-procs.toml: invalid TOML"),
     ('[jobs.a]\ncommand="x"\ncomand="y"\n', "jobs.a: unknown key 'comand' (did you mean command?)"),
     ('[jobs.a]\ncommand=3\n', "jobs.a.command: must be a string, not 3"),
-    ('[jobs.a]\ncommand="x"\ndepends_on=["zz"]\n', "a depends on unknown job 'zz'"),
+    ('[jobs.a]\ncommand="x"\ndepends_on=["zz"]\n', "jobs.a.depends_on: no job named 'zz' in this stack"),
+    ('[jobs.a]\ncommand="x"\ndepends_on="b"\n',
+     "jobs.a.depends_on: must be a list of job names or a table of name = condition, not 'b'"),
     ('[jobs.a]\ncommand="x"\ndepends_on=["b"]\n[jobs.b]\ncommand="y"\ndepends_on=["a"]\n',
      "dependency cycle: a -> b -> a"),
     ('[jobs.a]\ncommand="x"\nrestart="sometimes"\n', "jobs.a.restart: must be one of no, on-failure, always"),
@@ -164,10 +166,14 @@ processes:
     command: sleep 5
     availibility: {restart: always}
     depend_on: {db: {condition: process_started}}
+    liveness_probe: {exec: {command: "true"}}
 """))
     assert spec.warnings == [
         "process-compose.yaml: processes.web.availibility: not supported, ignored (did you mean availability?)",
-        "process-compose.yaml: processes.web.depend_on: not supported, ignored (did you mean depends_on?)"]
+        "process-compose.yaml: processes.web.depend_on: not supported, ignored (did you mean depends_on?)",
+        # not a typo of readiness_probe: it says what hermes-procs does instead
+        "process-compose.yaml: processes.web.liveness_probe: not supported, ignored (a running job is not probed; "
+        "availability.restart restarts it when it exits)"]
 
 
 def test_mprocs(tmp_path):
@@ -195,7 +201,7 @@ procs:
     ("process-compose.yaml", "processes: [1, 2\n", "invalid YAML"),
     ("process-compose.yaml", "processes:\n  a: {}\n", "processes.a"),
     ("process-compose.yaml", "processes:\n  a: {command: x, depends_on: {b: {condition: process_started}}}\n",
-     "a depends on unknown job 'b'"),
+     "processes.a.depends_on: no job named 'b' in this stack"),
     ("mprocs.yaml", "procs:\n  a: {shell: 1}\n", "procs.a.shell"),
     ("process-compose.yaml", 'processes:\n  a: {command: x, environment: ["A=x\\0y"]}\n',
      "processes.a.environment.A: must be a string"),

@@ -38,6 +38,8 @@ PROBE_KEYS = ("exec", "http_get", "initial_delay_seconds", "period_seconds", "ti
               "failure_threshold", "success_threshold")
 CONDITIONS = {"process_started": "started", "process_healthy": "ready", "process_log_ready": "ready",
               "process_completed": "completed", "process_completed_successfully": "completed_successfully"}
+# keys that are no typo of a supported one: what to say instead of "did you mean"
+NOTES = {"liveness_probe": " (a running job is not probed; availability.restart restarts it when it exits)"}
 RESTART = {"no": "no", "on_failure": "on-failure", "always": "always", "exit_on_failure": "no"}
 
 
@@ -52,12 +54,12 @@ def load(source: str, root: str, data: bytes, label: str) -> StackSpec:
         where = f"{label}: processes.{schema.job_name(name, label)}"
         spec.jobs[name] = process(name, schema.table(raw, where), root, where, spec.warnings)
         spec.jobs[name].env = {**common, **spec.jobs[name].env}
-    check_graph(spec.jobs, label)
+    check_graph(spec.jobs, label, "processes")
     return spec
 
 
 def process(name: str, data: dict[str, Any], root: str, where: str, warnings: list[str]) -> JobSpec:
-    ignored(data, PROCESS_KEYS, f"{where}.", warnings)
+    ignored(data, PROCESS_KEYS, f"{where}.", warnings, NOTES)
     command = schema.text(data, "command", where)
     if not command or not command.strip():
         raise StackError(f"{where}: needs a command")

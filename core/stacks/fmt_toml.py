@@ -87,6 +87,9 @@ def depends_on(value: object, where: str) -> dict[str, str]:
         if not all(isinstance(v, str) and v for v in value):
             raise StackError(f"{where}: must list job names, not {schema.describe(value)}")
         return dict.fromkeys(value, "ready")
+    if not isinstance(value, dict):
+        raise StackError(f"{where}: must be a list of job names or a table of name = condition, "
+                         f"not {schema.describe(value)}")
     data = schema.table(value, where)
     return {name: schema.choice(data, name, where, CONDITIONS, "ready") for name in data}
 

@@ -137,8 +137,9 @@ def closest(word: str, choices: list[str] | tuple[str, ...]) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
-def check_graph(jobs: dict[str, JobSpec], where: str) -> None:
-    """Every dependency names a job of the stack and none depends on itself, directly or not."""
+def check_graph(jobs: dict[str, JobSpec], where: str, section: str = "jobs") -> None:
+    """Every dependency names a job of the stack and none depends on itself, directly or not;
+    `section` is the file's table of jobs, for the error's key (`jobs.api.depends_on`)."""
     if not jobs:
         raise StackError(f"{where}: no jobs")
     if len(jobs) > MAX_JOBS:
@@ -146,7 +147,8 @@ def check_graph(jobs: dict[str, JobSpec], where: str) -> None:
     for job in jobs.values():
         for dep in job.depends_on:
             if dep not in jobs:
-                raise StackError(f"{where}: {job.name} depends on unknown job {dep!r}{closest(dep, list(jobs))}")
+                raise StackError(f"{where}: {section}.{job.name}.depends_on: no job named {dep!r} in this stack"
+                                 f"{closest(dep, list(jobs))}")
     start_order(jobs, where)
 
 

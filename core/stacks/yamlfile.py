@@ -51,10 +51,12 @@ def _loader(yaml: Any) -> Any:
 _LOADER: Any = None
 
 
-def ignored(data: dict[str, Any], supported: tuple[str, ...], prefix: str, warnings: list[str]) -> None:
+def ignored(data: dict[str, Any], supported: tuple[str, ...], prefix: str, warnings: list[str],
+            notes: dict[str, str] | None = None) -> None:
     """One warning line per key hermes-procs does not map (never dropped silently), with the
-    supported key it may be a typo of; `prefix` is where the keys are
-    (`process-compose.yaml: processes.api.`)."""
+    supported key it may be a typo of, or the key's note in `notes` (a key that is no typo);
+    `prefix` is where the keys are (`process-compose.yaml: processes.api.`)."""
     for key in data:
         if key not in supported:
-            warnings.append(f"{prefix}{key}: not supported, ignored{closest(str(key), supported)}")
+            hint = (notes or {}).get(str(key)) or closest(str(key), supported)
+            warnings.append(f"{prefix}{key}: not supported, ignored{hint}")
