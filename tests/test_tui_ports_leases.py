@@ -64,6 +64,9 @@ async def test_lease_marks_and_the_keep_key(registry):
             await pilot.press("K")
             await until(pilot, lambda: "has no lease" in notes(app), what="told")
             assert registry.poll(durable)["lease"] is None
+            owner.kill()  # the lease ends the job; an ended job's lease decides nothing: no mark
+            await until(pilot, lambda: registry.poll(leased)["status"] == "exited", what="ended by its lease")
+            await until(pilot, lambda: cell(table, leased, "flags").strip() == "", what="no mark once ended")
     finally:
         owner.kill()
         owner.wait()

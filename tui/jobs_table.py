@@ -509,12 +509,13 @@ def _look(row: JobRow) -> tuple:
 
 
 def _flags(row: JobRow) -> Text:
-    """The FLAGS cell: P for a PTY job, a yellow ? while it waits for input, L for a leased job
-    (it ends with its owner: an agent's ephemeral job), K for a leased job kept (pinned)."""
+    """The FLAGS cell: P for a PTY job, a yellow ? while it waits for input, L for a running
+    leased job (it ends with its owner: an agent's ephemeral job), K for one kept (pinned). An
+    ended job has no mark: its lease no longer decides anything."""
     flags = Text()
     flags.append("P" if row.pty else " ", style="bold blue")
     flags.append("?" if row.waiting else " ", style="bold black on yellow" if row.waiting else "")
-    lease = {"leased": ("L", "yellow"), "pinned": ("K", "green")}.get(row.lease, (" ", ""))
+    lease = {"leased": ("L", "yellow"), "pinned": ("K", "green")}.get(row.lease if row.running else "", (" ", ""))
     flags.append(lease[0], style=lease[1])
     return flags
 
