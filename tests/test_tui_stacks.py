@@ -103,3 +103,21 @@ async def test_the_read_only_dashboard_shows_stacks_but_refuses_their_keys(stack
         await until(pilot, lambda: "read-only" in notes(app), what="refused")
         assert not isinstance(app.screen, StackConfirmScreen)
         assert registry.stacks("shop")[0]["state"] == "up"
+
+
+async def test_a_stack_that_has_run_no_job_shows_no_time(registry, tmp_path):
+    path = stack_file(tmp_path / "idle", """
+        [jobs.tool]
+        command = "sleep 300"
+        autostart = false
+        """)
+    registry.up(path, wait=True, timeout=30)
+    try:
+        app = HermesApp(registry, sample_interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            table = app.query_one(JobsTable)
+            head = header_id("idle")
+            await until(pilot, lambda: head in visible(table), what="the stack's row")
+            assert str(table.get_cell(head, "time")) == ""  # not "0s": nothing has run
+    finally:
+        down_all(registry)

@@ -54,7 +54,7 @@ class JobRow:
     label: str  # JobInfo.label: the one wording of a status ("exited 3", "killed", ...)
     exit_code: int | None
     started: float  # epoch seconds
-    uptime: float  # seconds (run time so far, or total run time when exited)
+    uptime: float | None  # seconds (run time so far, or total run time when exited); None: none to show
     cpu: float | None = None
     rss: int | None = None
     silence: float | None = None  # seconds since the last output (running jobs)

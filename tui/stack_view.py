@@ -92,7 +92,7 @@ class StackGroups:
             cwd="", pid=stack.get("pid"), pty=False,
             status="running" if running or stack.get("supervised") else "exited", label=str(stack.get("state")),
             exit_code=None, started=min((m.started for m in members), default=0.0),
-            uptime=max((m.uptime for m in members), default=0.0),
+            uptime=max((m.uptime or 0.0 for m in members), default=None),  # no jobs run: no TIME
             cpu=sum(m.cpu or 0.0 for m in running) if running else None,
             rss=sum(m.rss or 0 for m in running) if running else None,
             waiting=any(m.waiting for m in members), age=max((m.age for m in members), default=-1),
