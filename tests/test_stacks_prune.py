@@ -140,3 +140,15 @@ def test_links_planted_in_a_stack_folder_are_never_followed(registry, home, tmp_
     finally:
         down_all(registry)
 
+
+
+def test_a_stack_job_whose_run_was_pruned_says_so(stacks, home, tmp_path):
+    _up(stacks, tmp_path, "kept", wait=True)
+    sid = stacks.stacks("kept")[0]["jobs"][0]["session_id"]
+    assert stacks.down("kept")["state"] == "down"
+    assert stacks.prune(keep_count=0)["pruned"] == 1  # the run goes, the stack (down just now) stays
+    done = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(home), "log", "kept/idle"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"hermes-procs: error: No process named kept/idle: its last run, {sid}, was pruned "
+                           "(up kept runs it again)\n")

@@ -307,7 +307,8 @@ def test_a_bad_file_starts_nothing(registry, tmp_path, home):
         depends_on = ["c"]
         """)
     result = registry.up(path)
-    assert result == {"status": "error", "error": "hermes-procs.toml: jobs.b.depends_on: no job named 'c' in this stack"}
+    assert result == {"status": "error",
+                      "error": "hermes-procs.toml: jobs.b.depends_on: no job named 'c' in this stack"}
     assert registry.list() == [] and registry.stacks() == []
     assert not (home / "stacks").exists()  # looking at stacks (the dashboard does, every second) makes nothing
 

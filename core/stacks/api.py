@@ -388,7 +388,11 @@ def job_id(home: Path, name: str) -> str:
         raise IdError("not_found", f"No process named {name}: stack {stack} has no job {job!r} (jobs: {jobs})")
     if not run.get("session_id"):
         raise IdError("not_found", f"No process named {name}: {job} has not started ({run.get('state')})")
-    return str(run["session_id"])
+    sid = str(run["session_id"])
+    if not (home / "jobs" / sid).is_dir():
+        raise IdError("not_found", f"No process named {name}: its last run, {sid}, was pruned "
+                                   f"(up {stack} runs it again)")
+    return sid
 
 
 def status(folder: Path) -> dict[str, Any]:
