@@ -52,6 +52,8 @@ def _cells(job: JobInfo, ports: bool) -> tuple[list[str], str]:
     if job.name:
         command = f"{job.name}: {command}"
     label = job.label() + (" (input?)" if job.running and job.awaiting_input else "")  # the dashboard's `?`
+    if job.running and job.lease:
+        label += f" ({job.lease})"  # the dashboard's L and K: it ends with its owner, or is kept
     cells = [job.session_id, label, str(job.pid if job.pid is not None else "-"), fmt_started(job.started),
              fmt_duration(job.uptime)]
     if ports:

@@ -64,7 +64,9 @@ def _poll_text(result: dict[str, Any]) -> str:
     lease = result.get("lease")
     if isinstance(lease, dict):
         owner = "running" if lease.get("owner_alive") else "ended"
-        lines.append(f"leased to pid {lease.get('pid')} ({owner})" + (", pinned" if lease.get("pinned") else ""))
+        ended = ": it was killed when its owner ended" if result.get("killed_by") == "lease" else ""
+        lines.append(f"leased to pid {lease.get('pid')} ({owner})" + (", pinned" if lease.get("pinned") else "")
+                     + ended)
     if result.get("leftover_pids"):
         lines.append("leftover pids: " + " ".join(str(p) for p in result["leftover_pids"]))
     preview = (result.get("output_preview") or "").rstrip("\n")

@@ -234,3 +234,13 @@ def test_is_session_waiting_releases_on_a_watch_match(hermes):
     job = hermes.spawn_local("echo READY; sleep 30", watch_patterns=["READY"])
     wait_until(lambda: not hermes.is_session_waiting(job.id), timeout=10)
     assert not job.exited and not hermes.is_session_waiting("proc_ffffffffffff")
+
+
+def test_a_job_its_lease_ended_says_so_to_the_agent(hermes, registry):
+    owner = subprocess.Popen(["sleep", "60"])
+    sid = registry.spawn("sleep 60", lease=owner.pid)["session_id"]  # handed to the agent by id
+    owner.kill()
+    owner.wait()
+    assert registry.wait(sid, timeout=10)["completion_reason"] == "killed"
+    got = hermes.poll(sid)
+    assert (got["completion_reason"], got["termination_source"]) == ("killed", "lease"), got

@@ -47,8 +47,25 @@ def test_the_job_tree_ends_with_its_owner(registry, owner):
     record = exit_record(registry, sid)  # the supervisor alone: nobody waits on it
     took = time.monotonic() - ended
     assert record["completion_reason"] == "killed" and took < 2.5, (record, took)
+    assert record["killed_by"] == "lease"  # what ended it, for whoever looks later
     wait_until(lambda: not any(pid_alive(pid) for pid in members), timeout=2)
     assert registry.poll(sid)["lease"] == {"pid": owner.pid, "pinned": False, "owner_alive": False}
+    assert registry.poll(sid)["killed_by"] == "lease"
+
+
+def test_what_killed_a_job_is_recorded(registry, home):
+    killed = registry.spawn("sleep 60")["session_id"]
+    registry.kill(killed, grace=0.2)
+    timed = registry.spawn("sleep 60", max_runtime=0.3)["session_id"]
+    done = registry.spawn("true")["session_id"]
+    assert registry.wait(timed, timeout=10)["completion_reason"] == "timed_out"
+    assert registry.wait(done, timeout=10)["completion_reason"] == "exited"
+    assert registry.poll(killed)["killed_by"] == "kill"
+    assert registry.poll(timed)["killed_by"] == "max_runtime"
+    assert "killed_by" not in registry.poll(done)  # it ended by itself
+    planted = registry.job_dir(done) / "exit.json"  # a word the job wrote itself is not repeated
+    planted.write_text(json.dumps({**json.loads(planted.read_text()), "killed_by": "\x1b]52;c;QQ==\x07"}))
+    assert "killed_by" not in registry.poll(done)
 
 
 def test_an_owner_ended_but_not_reaped_counts_as_ended(registry, owner):
@@ -77,11 +94,19 @@ def test_cli_run_lease_and_pin(registry, owner, home):
     out = cli(home, "run", "--lease", str(owner.pid), "--", "sleep", "60")
     sid = out.stdout.strip()
     assert out.returncode == 0 and registry.poll(sid)["lease"]["pid"] == owner.pid
+    assert f"{sid}  running (leased)" in cli(home, "ls").stdout  # the dashboard's L
     pinned = cli(home, "pin", sid)
     assert pinned.stdout == f"pinned {sid}: it stays when its owner (pid {owner.pid}) ends\n"
     assert "leased to pid" in cli(home, "poll", sid).stdout and ", pinned" in cli(home, "poll", sid).stdout
     kept = json.loads(cli(home, "poll", "--json", sid).stdout)
     assert kept["lease"]["pinned"] is True
+    assert f"{sid}  running (kept)" in cli(home, "ls").stdout  # the dashboard's K
+    cli(home, "unpin", sid)
+    end(owner)
+    assert registry.wait(sid, timeout=5)["completion_reason"] == "killed"
+    shown = cli(home, "poll", sid).stdout
+    assert f"leased to pid {owner.pid} (ended): it was killed when its owner ended" in shown, shown
+    assert "(leased)" not in cli(home, "ls").stdout  # an ended job's lease decides nothing
 
 
 def test_pin_needs_a_lease(registry, home):

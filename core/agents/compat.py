@@ -481,8 +481,9 @@ class HermesProcessRegistry:
         """The job's outcome once it has ended (None while it runs); pruned or corrupt: lost."""
         if session_id in self._remote:
             got = self._remote[session_id].poll(session_id)
-            return {k: got.get(k) for k in ("exit_code", "completion_reason")} if got.get("status") == "exited" \
-                else None  # running, or the host is out of reach for now
+            if got.get("status") != "exited":
+                return None  # running, or the host is out of reach for now
+            return {k: got.get(k) for k in ("exit_code", "completion_reason", "killed_by")}
         try:
             job = load(self._registry.job_dir(session_id))
         except (CorruptJob, IdError, OSError, ValueError):

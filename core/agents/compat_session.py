@@ -133,6 +133,8 @@ class ProcessSession:
             # the adapter killed it (a kill done without the supervisor's help leaves the
             # supervisor to record a plain signal death, or no record at all)
             outcome = {**outcome, "completion_reason": "killed"}
+        if not self.termination_source and outcome.get("killed_by") == "lease":
+            self.__dict__["termination_source"] = "lease"  # its owner ended (derived: not saved)
         self._final = stock_outcome(outcome, self.adopted)
         return self._final
 

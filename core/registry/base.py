@@ -146,7 +146,15 @@ class RegistryBase(Registry):
         return text.last_chars(logstore.tail_bytes(job.dir, chars * 4 + 4096), chars)
 
 
+# what asked for a kill (exit.json's `killed_by`): a client's kill(), the job's lease (its owner
+# ended), max_runtime, a SIGTERM to its supervisor
+KILLED_BY = ("kill", "lease", "max_runtime", "signal")
+
+
 def _outcome_fields(job: Job) -> dict[str, Any]:
     outcome = job.outcome
-    return {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
-            "signal": outcome.get("signal")}
+    fields = {"exit_code": outcome.get("exit_code"), "completion_reason": outcome.get("completion_reason"),
+              "signal": outcome.get("signal")}
+    if outcome.get("killed_by") in KILLED_BY:
+        fields["killed_by"] = outcome["killed_by"]
+    return fields

@@ -193,6 +193,13 @@ def _opt_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _lease_word(lease: object) -> str:
+    """JobInfo.lease of a result's `lease` ({"pid", "pinned", "owner_alive"} or None)."""
+    if not isinstance(lease, dict):
+        return ""
+    return "kept" if lease.get("pinned") else "leased"
+
+
 class JobInfo(NamedTuple):
     """One job as a client sees it, typed; built from an API result with `from_dict`.
 
@@ -217,6 +224,7 @@ class JobInfo(NamedTuple):
     error: str = ""
     ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
     awaiting_input: bool = False  # it seems to wait for input (the dashboard's `?`)
+    lease: str = ""  # "leased": it ends with its owner; "kept": leased but pinned; "": no lease
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], session_id: str = "") -> JobInfo:
@@ -241,6 +249,7 @@ class JobInfo(NamedTuple):
             error=str(data.get("error") or ""),
             ports=tuple(p for p in data.get("ports") or () if isinstance(p, int) and not isinstance(p, bool)),
             awaiting_input=data.get("awaiting_input") is True,
+            lease=_lease_word(data.get("lease")),
         )
 
     @property

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 class Killer(SupervisorState):
     def _init_kill(self) -> None:
         self.kill_reason = None
+        self.kill_by = None
         self.kill_thread = None
         self.kill_deadline = None
         self.kill_waiters = []
@@ -37,18 +38,19 @@ class Killer(SupervisorState):
         expires = req.get("expires")
         if isinstance(expires, (int, float)) and not isinstance(expires, bool) and time.time() > expires:
             return self._reply(client, {"ok": False, "error": "the kill request expired before it was read"})
-        self._start_kill(grace, str(req.get("reason", "killed")), client)
+        self._start_kill(grace, str(req.get("reason", "killed")), client, "kill")
 
-    def _start_kill(self, grace: float, reason: str, client: Client | None) -> None:
+    def _start_kill(self, grace: float, reason: str, client: Client | None, by: str) -> None:
         """Start killing the tree; a kill already under way is joined, and its grace period
-        shortened when this one asks for less."""
+        shortened when this one asks for less. `by` is what asked, for the exit record's
+        `killed_by`: kill (a client), lease (its owner ended), max_runtime, signal (SIGTERM to us)."""
         if client is not None:
             self.kill_waiters.append(client)
         if self.kill_thread is not None and self.kill_deadline is not None:
             self.kill_deadline.shorten(grace)
             return
         if self.exit is None:
-            self.kill_reason = reason
+            self.kill_reason, self.kill_by = reason, by
         self.kill_deadline = proctree.Deadline(grace)
         self.kill_thread = threading.Thread(target=self._kill_worker, args=(self.kill_deadline,), daemon=True)
         self.kill_thread.start()

@@ -75,7 +75,7 @@ class Lease(SupervisorState):
     def _end_if_unpinned(self) -> None:
         if self.owner_ended and not self.pinned and self.exit is None:
             grace = bounds.setting(self.meta.get("kill_grace"), 3.0, bounds.MAX_SECONDS)
-            self._start_kill(min(grace, LEASE_GRACE), "killed", None)
+            self._start_kill(min(grace, LEASE_GRACE), "killed", None, "lease")
 
     def _pin(self, client: Client, pinned: object) -> None:
         """The PIN op: keep the job when the owner ends (pinned), or not."""

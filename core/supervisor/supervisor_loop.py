@@ -100,7 +100,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
         signal.signal(signal.SIGCHLD, lambda *_: None)
         for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, lambda *_: self._start_kill(3.0, "killed", None))
+        signal.signal(signal.SIGTERM, lambda *_: self._start_kill(3.0, "killed", None, "signal"))
         if self.in_fd != self.out_fd:
             os.set_blocking(self.in_fd, False)
         self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
@@ -162,7 +162,7 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
             if timeout == 0:
                 self.deadline = None
                 grace = bounds.setting(self.meta.get("kill_grace"), 3.0, bounds.MAX_SECONDS)
-                self._start_kill(grace, "timed_out", None)
+                self._start_kill(grace, "timed_out", None, "max_runtime")
                 return
         for at in (self.retry_at, self.accept_paused_until, self.lease_next):
             if at is not None:
@@ -263,6 +263,8 @@ class Supervisor(OutputLog, StdinQueue, ClientHub, Killer, Watcher, Lease):
             code, sig = os.waitstatus_to_exitcode(status), None
         record = {"exit_code": code, "signal": sig, "completion_reason": self.kill_reason or "exited",
                   "ended_at": time.time()}
+        if self.kill_by and self.kill_reason:
+            record["killed_by"] = self.kill_by
         if self.output_dropped:
             record["output_dropped"] = self.output_dropped
         self.exited_at = time.monotonic()
