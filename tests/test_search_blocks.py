@@ -132,3 +132,29 @@ def test_the_dashboard_filter_finds_what_each_line_alone_finds(tmp_path: Path, m
             rows = [row for progress in got for row in progress.rows]
             assert got[-1].done and got[-1].matches == len(hits), (pattern, data)
             assert [(row.line, row.raw, row.match) for row in rows] == [(j, raws[j], j in hits) for j in shown]
+
+
+def test_a_followed_filter_stops_when_the_log_is_rotated(registry, monkeypatch) -> None:
+    """Rotation moves the first retained line, so every line number: the filter says it stopped
+    following rather than number new lines unlike the ones it shows."""
+    import threading
+    import time
+
+    from hermes_procs.tui.log_filter import filter_log
+
+    monkeypatch.setenv("HERMES_PROCS_LOG_CAP", str(256 << 10))
+    sid = registry.spawn("echo ERROR first; read go; seq 1 200000; echo ERROR last; sleep 30")["session_id"]
+    jobdir = registry.job_dir(sid)
+    got: list = []
+    scan = threading.Thread(target=filter_log, args=(jobdir, compile_user("ERROR"), 0, got.append, lambda: False),
+                            kwargs={"follow": True}, daemon=True)
+    scan.start()
+    deadline = time.monotonic() + 10
+    while not (got and got[-1].following and got[-1].matches) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert got and got[-1].following and got[-1].matches == 1
+    registry.submit(sid, "")
+    scan.join(timeout=20)
+    assert not scan.is_alive()
+    assert got[-1].done and got[-1].rotated and not got[-1].following
+    registry.kill(sid, grace=0.2)

@@ -54,3 +54,36 @@ async def test_filter_shows_matching_lines_of_the_whole_log_with_context(registr
         await pilot.press("escape")
         await until(pilot, lambda: pane._filter is None and pane.follow and pane.total >= 30000)
         assert not bar.has_class("shown")
+
+
+ECHO_PIECES = ("python3 -u -c \"import sys\nfor l in sys.stdin:\n    sys.stdout.write(l.rstrip('\\n').replace('|', "
+               "'\\n')); sys.stdout.flush()\"")  # each line it reads, as it is: '|' ends a line
+
+
+async def test_the_filter_follows_a_running_jobs_new_lines(registry):
+    sid = registry.spawn(ECHO_PIECES, name="pieces")["session_id"]
+    registry.submit(sid, "ok 1|ERROR one|ok 2|")
+    app = HermesApp(registry, sample_interval=0.2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.query_one(JobsTable)
+        await until(pilot, lambda: sid in table.rows_by_id)
+        table.select_id(sid)
+        pane = app.query_one(LogPane)
+        await until(pilot, lambda: pane.total >= 3, what="the first lines")
+        await pilot.press("ampersand", *"error")
+        app.query_one("#filter-re").focus()
+        await pilot.press("enter")
+        title = app.query_one("#detail-title")
+        await until(pilot, lambda: pane._filter is not None and pane._filter.done, what="scan done")
+        assert "1 matching line · following new lines" in str(title.render())
+        registry.submit(sid, "ok 3|ER")  # half a line: matched once it is whole
+        await pilot.pause(0.8)
+        registry.submit(sid, "ROR two|ok 4|error three|")
+        await until(pilot, lambda: pane._filter.matches == 3, what="the new lines matched")
+        rows = [(r.line, r.raw) for r in pane._filter.rows if r is not None]
+        assert rows == [(1, b"ERROR one"), (4, b"ERROR two"), (6, b"error three")]  # each once, in order
+        assert [x.strip() for x in shown(pane) if x.strip()][:5] == ["2 ERROR one", "┄", "5 ERROR two", "┄",
+                                                                     "7 error three"]
+        registry.close_stdin(sid)  # the job ends: nothing more to follow
+        await until(pilot, lambda: "following" not in str(title.render()), what="following ended")
+        assert "3 matching lines" in str(title.render())

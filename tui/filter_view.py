@@ -1,5 +1,6 @@
 """The log pane's filtered view (``&``): the rows a filter scan (log_filter.py) has found so
-far, how far the scan is, and the status line that says so."""
+far, how far the scan is (following a running job's new lines, once at its end), and the
+status line that says so."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class FilterView:
     total: int = 0
     done: bool = False
     truncated: bool = False
+    following: bool = False
+    rotated: bool = False
     error: str = ""
 
     def add(self, p: FilterProgress) -> None:
@@ -34,6 +37,8 @@ class FilterView:
             self.rows.append(row)
         self.matches, self.scanned, self.total, self.done, self.truncated = (
             p.matches, p.scanned, p.total, p.done, p.truncated)
+        if p.done:  # a followed scan sends new rows between its looks: their flags stand
+            self.following, self.rotated = p.following, p.rotated
         if p.error:
             self.error = "pattern took too long" if isinstance(p.error, PatternTimeout) else "the pattern failed"
 
@@ -44,8 +49,12 @@ class FilterView:
         text = f"filter /{self.pattern.source}/{around}: {self.matches} matching line{'s' * (self.matches != 1)}"
         if self.error:
             text = f"filter /{self.pattern.source}/: {self.error}, stopped at {percent} %"
+        elif self.following:  # at the end of the log so far (between two looks: new rows come in)
+            text += " · following new lines"
         elif not self.done:
             text += f" · scanning {percent} %"
         elif self.truncated:
             text += " · first 200,000 rows only"
+        elif self.rotated:
+            text += " · stopped following: the log was rotated (& again to filter anew)"
         return text + " · & edits, Esc in the bar clears"

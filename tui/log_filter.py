@@ -11,10 +11,17 @@ the speed of grep and never held in memory, and a pattern that backtracks withou
 the scan with "pattern took too long" instead of freezing the dashboard.  Line numbers and
 context lines come from the log's line counts (core/supervisor/linecounts.py).  At most
 :data:`MAX_ROWS` rows and :data:`MAX_ROW_BYTES` bytes of lines are kept.
+
+With ``follow``, a running job's new lines are filtered as they come (as ``less`` does with
+``&`` and ``F``): every :data:`FOLLOW_EVERY` seconds the lines written since are scanned, each
+once it is whole; following ends when the job has ended and its last line is scanned, or when
+the log is rotated (the first retained line, and so every line number, moved).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +35,7 @@ __all__ = ["MAX_ROWS", "MAX_ROW_BYTES", "FilterProgress", "FilterRow", "filter_l
 
 MAX_ROWS = 200_000
 MAX_ROW_BYTES = 64 << 20  # raw bytes of the rows kept (a line is read up to 64 KiB)
+FOLLOW_EVERY = 0.3  # seconds between two looks at a followed log
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +55,71 @@ class FilterProgress:
     done: bool
     truncated: bool = False
     error: PatternError | None = None  # the scan stopped: the pattern took too long (or its worker failed)
+    following: bool = False  # done with the log so far; new lines are filtered as they come
+    rotated: bool = False  # following stopped: the log was rotated
 
 
-def filter_log(jobdir: Path, pattern: UserRegex, context: int,
-               report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
-    """Scan the log of ``jobdir`` as it is now; call ``report`` after every chunk. The pattern's
-    worker process (if it has one) is closed at the end."""
-    with pattern, logstore.snapshot(jobdir) as layout:
-        _scan(_Lines(layout, logstore.line_counts(jobdir, layout)), pattern, context, report, cancelled)
+@dataclass(slots=True)
+class _Scan:
+    """Where a scan is, across the looks at a followed log."""
+
+    base: int  # the first retained byte when the scan began
+    pos: int  # scanned up to here
+    stop: int = 0  # to scan up to here this time
+    matches: int = 0
+    done: tuple[int, int] = (-1, -1)  # _with_context's (last line emitted, last line owed)
+    rows: int = 0
+    row_bytes: int = 0
+
+    def progress(self, rows: list[FilterRow], **flags: Any) -> FilterProgress:
+        return FilterProgress(rows, self.pos - self.base, self.stop - self.base, self.matches, **flags)
+
+
+def filter_log(jobdir: Path, pattern: UserRegex, context: int, report: Callable[[FilterProgress], object],
+               cancelled: Callable[[], bool], follow: bool = False) -> None:
+    """Scan the log of ``jobdir`` as it is now (``follow``: and what the job writes after, until
+    it has ended); call ``report`` after every chunk. The pattern's worker process (if it has
+    one) is closed at the end."""
+    with pattern:
+        scan: _Scan | None = None
+        while not cancelled():
+            ended = not follow or (jobdir / "exit.json").exists()  # before the look: then it is the whole log
+            with logstore.snapshot(jobdir) as layout:
+                if scan is None:
+                    scan = _Scan(layout.base, layout.base)
+                elif layout.base != scan.base:
+                    report(scan.progress([], done=True, rotated=True))
+                    return
+                scan.stop = layout.end if ended else _whole_lines_end(layout, scan.pos)
+                if not _scan(_Lines(layout, logstore.line_counts(jobdir, layout)), pattern, context, scan,
+                             report, cancelled):
+                    return
+            report(scan.progress([], done=True, following=not ended))
+            if ended or not _wait_for_more(jobdir, layout.end, cancelled):
+                return
+
+
+def _whole_lines_end(layout: Any, pos: int) -> int:
+    """The end of the last whole line after ``pos`` (``pos``: none yet): a running job's last
+    line may be half written."""
+    end = layout.end
+    while end > pos:
+        start = max(pos, end - (64 << 10))
+        cut = layout.read(start, end).rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return pos
+
+
+def _wait_for_more(jobdir: Path, size: int, cancelled: Callable[[], bool]) -> bool:
+    """Sleep until the log holds more than ``size`` bytes or the job has ended (True), or the
+    scan is cancelled (False)."""
+    while not cancelled():
+        time.sleep(FOLLOW_EVERY)
+        if logstore.total_bytes(jobdir) > size or os.path.exists(jobdir / "exit.json"):
+            return True
+    return False
 
 
 class _Lines:
@@ -72,33 +137,33 @@ class _Lines:
         return [self.layout.read(start, min(stop, start + max_bytes)) for start, stop in spans]
 
 
-def _scan(lines: _Lines, pattern: UserRegex, context: int,
-          report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> None:
+def _scan(lines: _Lines, pattern: UserRegex, context: int, scan: _Scan,
+          report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> bool:
+    """Scan from ``scan.pos`` to ``scan.stop``, reporting each block's rows; False when the
+    scan has stopped for good (cancelled, the pattern failed, the rows are at their cap)."""
     layout, counts = lines.layout, lines.counts
-    start, end = layout.base, layout.end
-    pos, matches, done = start, 0, (-1, -1)
-    rows_total = rows_bytes = 0
-    for block in search.blocks(layout):
+    for block in search.blocks(layout, scan.pos, scan.stop):
         if cancelled():
-            return
+            return False
         pos = block.start + block.end
         try:
             hits, _ = search.block_hits(pattern, block, plain=counts.plain(block.start, pos))
         except PatternError as exc:
-            report(FilterProgress([], pos - start, end - start, matches, done=True, error=exc))
-            return
+            report(scan.progress([], done=True, error=exc))
+            return False
+        scan.pos = pos
         found = [line for line, _ in search.hit_lines(counts, block, hits)]
-        matches += len(found)
+        scan.matches += len(found)
         block_last = counts.newlines(pos) - (block.data[block.end - 1:block.end] == b"\n")
-        rows, done = _with_context(lines, found, context, done, block_last, MAX_ROWS - rows_total,
-                                   MAX_ROW_BYTES - rows_bytes)
-        rows_total += len(rows)
-        rows_bytes += sum(len(row.raw) for row in rows)
-        truncated = rows_total >= MAX_ROWS or rows_bytes >= MAX_ROW_BYTES
-        report(FilterProgress(rows, pos - start, end - start, matches, done=truncated, truncated=truncated))
+        rows, scan.done = _with_context(lines, found, context, scan.done, block_last, MAX_ROWS - scan.rows,
+                                        MAX_ROW_BYTES - scan.row_bytes)
+        scan.rows += len(rows)
+        scan.row_bytes += sum(len(row.raw) for row in rows)
+        truncated = scan.rows >= MAX_ROWS or scan.row_bytes >= MAX_ROW_BYTES
+        report(scan.progress(rows, done=truncated, truncated=truncated))
         if truncated:
-            return
-    report(FilterProgress([], pos - start, end - start, matches, done=True))
+            return False
+    return True
 
 
 def _with_context(index: _Lines, found: list[int], context: int, done: tuple[int, int], block_last: int,

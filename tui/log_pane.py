@@ -292,7 +292,8 @@ class LogPane(ScrollView, can_focus=True):
 
     def start_filter(self, pattern: UserRegex, context: int) -> None:
         """Show only the lines of the whole on-disk log that match ``pattern`` (with ``context``
-        lines around each), scanned in a worker thread; the view fills in as it goes."""
+        lines around each), scanned in a worker thread; the view fills in as it goes, and with
+        a running job's new lines as they come."""
         if self.jobdir is None:
             return
         self.stop_reader()
@@ -311,7 +312,7 @@ class LogPane(ScrollView, can_focus=True):
             worker = get_current_worker()
             filter_log(jobdir, pattern, context,
                        lambda p: self.post_message(self.FilterUpdate(generation, p)),
-                       lambda: worker.is_cancelled or self._filter is not f)
+                       lambda: worker.is_cancelled or self._filter is not f, follow=True)
 
         self.run_worker(scan, thread=True, exclusive=True, group="filter")
         self.refresh()

@@ -86,9 +86,11 @@ class Block(NamedTuple):
 LONG_LINE = 4 * CHUNK  # a line longer than this is searched in pieces of this size
 
 
-def blocks(layout: Any) -> Iterator[Block]:
-    """The retained log of a pinned snapshot (logstore.snapshot) in blocks of whole lines."""
-    pos, stop, size = layout.base, layout.end, CHUNK
+def blocks(layout: Any, start: int | None = None, stop: int | None = None) -> Iterator[Block]:
+    """The retained log of a pinned snapshot (logstore.snapshot) in blocks of whole lines; from
+    `start` to `stop` (absolute offsets: a line's start, a line's end) when given."""
+    pos = layout.base if start is None else max(start, layout.base)
+    stop, size = layout.end if stop is None else min(stop, layout.end), CHUNK
     while pos < stop:
         data = layout.read(pos, min(stop, pos + size))
         if not data:
