@@ -84,6 +84,9 @@ async def test_the_filter_follows_a_running_jobs_new_lines(registry):
         assert rows == [(1, b"ERROR one"), (4, b"ERROR two"), (6, b"error three")]  # each once, in order
         assert [x.strip() for x in shown(pane) if x.strip()][:5] == ["2 ERROR one", "┄", "5 ERROR two", "┄",
                                                                      "7 error three"]
+        registry.submit(sid, "".join(f"error {i}|" for i in range(40)))  # more than the pane holds
+        await until(pilot, lambda: pane._filter.matches == 43, what="40 more")
+        await until(pilot, lambda: "error 39" in " ".join(shown(pane)), what="the view kept at the newest")
         registry.close_stdin(sid)  # the job ends: nothing more to follow
         await until(pilot, lambda: "following" not in str(title.render()), what="following ended")
         assert "3 matching lines" in str(title.render())

@@ -348,7 +348,10 @@ class LogPane(ScrollView, can_focus=True):
         if msg.progress.error:
             self.notify(str(msg.progress.error), title="Filter stopped", severity="error", markup=False, timeout=10)
         if msg.progress.rows:
+            at_end = f.following and round(self.scroll_y) >= self.max_scroll_y  # as a followed log, it stays there
             self._set_virtual(len(f.rows))
+            if at_end:
+                self.scroll_end(animate=False, immediate=True, force=True)
             self.refresh()
         self._filter_status()
 
