@@ -128,7 +128,8 @@ class MainScreen(StackActions):
                 tooltip="full-screen attach of a running job (detach with Ctrl-])", id="full_attach"),
         Binding("ctrl+f", "find_in_log", "Find in log", show=False, tooltip="find text in the log", id="find_in_log"),
         Binding("ampersand", "filter_log", "Filter log", key_display="&",
-                tooltip="filter the log: only lines matching a regex, with N lines of context", id="filter_log"),
+                tooltip="filter the log: only lines matching a regex, with N lines of context; a running job's "
+                        "new lines too", id="filter_log"),
         Binding("f3", "find_next", "Next match", show=False, tooltip="next match of the last find", id="find_next"),
         Binding("shift+f3", "find_previous", "Previous match", show=False,
                 tooltip="previous match of the last find", id="find_previous"),
