@@ -4,6 +4,7 @@ patterns (literals, classes, anchors, branches, empty matches), with RE2 and wit
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from pathlib import Path
@@ -158,3 +159,61 @@ def test_a_followed_filter_stops_when_the_log_is_rotated(registry, monkeypatch) 
     assert not scan.is_alive()
     assert got[-1].done and got[-1].rotated and not got[-1].following
     registry.kill(sid, grace=0.2)
+
+
+def _coloured_job(tmp_path: Path) -> Path:
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    lines = [b"\x1b[2m12:00:%02d\x1b[0m \x1b[32mINFO\x1b[0m id=%d ok" % (i % 60, i) for i in range(400)]
+    lines[123] = b"\x1b[31mER\x1b[0mROR\x1b[0m id=123"
+    (jobdir / "output.log").write_bytes(b"\n".join(lines) + b"\n")
+    return jobdir
+
+
+def test_a_search_notes_clean_coloured_blocks_so_later_searches_skip_their_checks(tmp_path: Path, monkeypatch) -> None:
+    """core/registry/colournotes.py: the first search checks each coloured block and notes the
+    clean ones; the next, of any pattern, checks none of them and answers the same."""
+    monkeypatch.setattr(search, "CHUNK", 512)
+    jobdir = _coloured_job(tmp_path)
+    odd_looks = []
+    looks = colourfind.ColourFinder._lines
+
+    def counted(self, find, *args):
+        odd_looks.append(find in self.odd)
+        return looks(self, find, *args)
+
+    monkeypatch.setattr(colourfind.ColourFinder, "_lines", counted)
+
+    def answer(pattern: str) -> tuple[list, int]:
+        with compile_user(pattern) as regex:
+            out = Collector(10)
+            return out.matches, search_log(jobdir, regex, 1, out)
+
+    first = answer("ERROR")
+    assert first[1] == 1 and first[0][0]["line_no"] == 123 and any(odd_looks)
+    noted = (jobdir / "coloured.idx").read_text().splitlines()
+    assert len(noted) > 20 and all(len(line.split()) == 2 for line in noted)
+    odd_looks.clear()
+    assert answer("ERROR") == first and answer("id=12[0-9]")[1] == 10
+    assert odd_looks and not any(odd_looks)  # only the literal was looked for
+    assert (jobdir / "coloured.idx").read_text().splitlines() == noted  # nothing new to note
+    (jobdir / "coloured.idx").unlink()  # a cache: the same answer without it
+    assert answer("ERROR") == first
+
+
+def test_colour_notes_that_are_damaged_or_planted_are_ignored(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(search, "CHUNK", 512)
+    jobdir = _coloured_job(tmp_path)
+    with compile_user("ERROR") as regex:
+        want = search_log(jobdir, regex, 0, Collector(10))
+    notes = jobdir / "coloured.idx"
+    notes.write_bytes(b"x y\n-1 5\n" + b"9" * 5000 + b" 1\n\xff\xfe\n1 2 3\n")  # garbage: ignored
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me\n")
+    for planted in ("garbage", "link", "fifo"):
+        if planted != "garbage":
+            notes.unlink()
+            notes.symlink_to(target) if planted == "link" else os.mkfifo(notes)
+        with compile_user("ERROR") as regex:
+            assert search_log(jobdir, regex, 0, Collector(10)) == want, planted  # and no wait on the fifo
+    assert target.read_text() == "keep me\n"  # never written through the link

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_procs.core.registry import logstore, search
+from hermes_procs.core.registry.colournotes import ColourNotes
 from hermes_procs.core.registry.userregex import PatternError, UserRegex
 from hermes_procs.core.supervisor.linecounts import LineCounts
 
@@ -80,6 +81,7 @@ def filter_log(jobdir: Path, pattern: UserRegex, context: int, report: Callable[
     """Scan the log of ``jobdir`` as it is now (``follow``: and what the job writes after, until
     it has ended); call ``report`` after every chunk. The pattern's worker process (if it has
     one) is closed at the end."""
+    notes = ColourNotes(jobdir)
     with pattern:
         scan: _Scan | None = None
         while not cancelled():
@@ -91,8 +93,10 @@ def filter_log(jobdir: Path, pattern: UserRegex, context: int, report: Callable[
                     report(scan.progress([], done=True, rotated=True))
                     return
                 scan.stop = layout.end if ended else _whole_lines_end(layout, scan.pos)
-                if not _scan(_Lines(layout, logstore.line_counts(jobdir, layout)), pattern, context, scan,
-                             report, cancelled):
+                going = _scan(_Lines(layout, logstore.line_counts(jobdir, layout)), pattern, context, scan, notes,
+                              report, cancelled)
+                notes.save()
+                if not going:
                     return
             report(scan.progress([], done=True, following=not ended))
             if ended or not _wait_for_more(jobdir, layout.end, cancelled):
@@ -137,7 +141,7 @@ class _Lines:
         return [self.layout.read(start, min(stop, start + max_bytes)) for start, stop in spans]
 
 
-def _scan(lines: _Lines, pattern: UserRegex, context: int, scan: _Scan,
+def _scan(lines: _Lines, pattern: UserRegex, context: int, scan: _Scan, notes: ColourNotes,
           report: Callable[[FilterProgress], object], cancelled: Callable[[], bool]) -> bool:
     """Scan from ``scan.pos`` to ``scan.stop``, reporting each block's rows; False when the
     scan has stopped for good (cancelled, the pattern failed, the rows are at their cap)."""
@@ -147,7 +151,7 @@ def _scan(lines: _Lines, pattern: UserRegex, context: int, scan: _Scan,
             return False
         pos = block.start + block.end
         try:
-            hits, _ = search.block_hits(pattern, block, plain=counts.plain(block.start, pos))
+            hits, _ = search.block_hits(pattern, block, plain=counts.plain(block.start, pos), notes=notes)
         except PatternError as exc:
             report(scan.progress([], done=True, error=exc))
             return False

@@ -55,21 +55,32 @@ class ColourFinder:
         regexp = re2.compile("x", options)._regexp
         self.anchor = type(regexp).Anchor.UNANCHORED
 
-    def candidates(self, data: bytes, end: int) -> list[int] | None:
+    def candidates(self, data: bytes, end: int, clean: bool = False) -> tuple[list[int] | None, bool]:
         """Starts of the lines of ``data[:end]`` whose text may match (ascending): those that
-        hold the literal, and the odd lines. None when the block holds bytes that are not
-        coloured text, or when too many lines would have to be converted one by one."""
-        if not self.usable or data.translate(None, COLOURED_TEXT):  # bytes past ``end`` too: no copy
-            return None
+        hold the literal, and the odd lines; None when the block holds bytes that are not
+        coloured text, or when too many lines would have to be converted one by one. And
+        whether the block is *clean*, coloured text without odd lines (a fact of its bytes
+        alone, which a search notes: core/registry/colournotes.py); ``clean``: known already,
+        so neither is looked for again."""
+        if not self.usable:
+            return None, False
         room = end // MOST if MOST else end  # (MOST 0: no line too many, for tests)
-        finds = [*self.odd, *([self.literal] if self.literal else [])]
         lines: set[int] = set()
-        for find in finds:
-            found = self._lines(find, data, end, room - len(lines))
+        if not clean:
+            if data.translate(None, COLOURED_TEXT):  # bytes past ``end`` too: no copy
+                return None, False
+            for find in self.odd:
+                found = self._lines(find, data, end, room - len(lines))
+                if found is None:
+                    return None, False
+                lines.update(found)
+            clean = not lines
+        if self.literal is not None:
+            found = self._lines(self.literal, data, end, room - len(lines))
             if found is None:
-                return None
+                return None, clean
             lines.update(found)
-        return sorted(lines)
+        return sorted(lines), clean
 
     def _lines(self, find: Any, data: bytes, end: int, room: int) -> list[int] | None:
         """Starts of the lines of ``data[:end]`` where ``find`` finds something; None past ``room``."""

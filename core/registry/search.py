@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from ..supervisor.linecounts import LineCounts
 from ..supervisor.text import looks_plain, to_text
 from . import logstore
+from .colournotes import ColourNotes
 from .userregex import UserRegex
 
 CHUNK = 1 << 20
@@ -106,14 +107,19 @@ def blocks(layout: Any, start: int | None = None, stop: int | None = None) -> It
 
 
 def block_hits(regex: UserRegex, block: Block, plain: bool = False,
-               limit: int | None = None) -> tuple[list[int], int]:
+               limit: int | None = None, notes: ColourNotes | None = None) -> tuple[list[int], int]:
     """Offsets in ``block.data`` where the lines whose text (text.to_text) matches start, at most
     ``limit`` of them, and how many more lines match; ``plain``: the block's bytes are known
-    to be plain (the line counts say so)."""
+    to be plain (the line counts say so); ``notes``: the log's clean coloured blocks, read
+    and added to."""
     data, end = block.data, block.end
     if plain or looks_plain(data):  # an ordinary log's bytes are its text
         return regex.line_starts(data, end, limit)
-    candidates = regex.coloured_lines(data, end)
+    span = (block.start, block.start + end)
+    known = notes is not None and notes.clean(*span)
+    candidates, clean = regex.coloured_lines(data, end, known)
+    if clean and notes is not None and not known:
+        notes.note(*span)
     if candidates is not None:  # coloured text: only the lines that hold the pattern's literal
         return _matching(regex, block, candidates, limit)
     if b"\r\n" in data:  # a terminal's lines (a PTY job): plain once each line's last \r is gone
@@ -210,15 +216,17 @@ def search_log(jobdir: Path, regex: UserRegex, context: int, out: Collector,
     """Add the matches of one job's log to `out` ({**extra, "line_no", "line", "before", "after"});
     return how many lines match in all."""
     total = 0
+    notes = ColourNotes(jobdir)
     with logstore.snapshot(jobdir) as layout:
         counts = logstore.line_counts(jobdir, layout)
         for block in blocks(layout):
             room = 0 if out.full else out.limit - len(out.matches)
             hits, more = block_hits(regex, block, plain=counts.plain(block.start, block.start + block.end),
-                                    limit=room)
+                                    limit=room, notes=notes)
             total += len(hits) + more
             if hits:
                 _collect(layout, counts, block, hits, context, out, extra or {})
+    notes.save()
     return total
 
 

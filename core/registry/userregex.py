@@ -210,10 +210,11 @@ class UserRegex:
             starts.append(pos)
         return starts, more
 
-    def coloured_lines(self, data: bytes, end: int) -> list[int] | None:
+    def coloured_lines(self, data: bytes, end: int, clean: bool = False) -> tuple[list[int] | None, bool]:
         """Starts of the lines of ``data[:end]`` whose text may match, when the block is coloured
-        ASCII text (core/registry/colourfind.py); None: match the block's text."""
-        return self.colours.candidates(data, end) if self.colours is not None else None
+        text (core/registry/colourfind.py; None: match the block's text), and whether the block
+        is clean coloured text (``clean``: known to be)."""
+        return self.colours.candidates(data, end, clean) if self.colours is not None else (None, False)
 
     def first(self, text: str) -> str | None:
         """The text of the first match in `text` (^ and $ at line ends; a match may span lines)."""
