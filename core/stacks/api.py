@@ -402,6 +402,10 @@ def status(folder: Path) -> dict[str, Any]:
     jobs = [{"name": n, "state": d.get("state", "waiting"), "session_id": d.get("session_id"),
              "restarts": d.get("restarts", 0), "message": d.get("message", "")}
             for n, d in (state.get("jobs") or {}).items() if isinstance(d, dict)]
+    jobs_dir = folder.parent.parent / "jobs"  # <home>/stacks/<name> -> <home>/jobs
+    for job in jobs:
+        if isinstance(job["session_id"], str) and not (jobs_dir / job["session_id"]).is_dir():
+            job["message"] = "its last run was pruned"
     unreadable = not state and (folder / "state.json").exists()
     word = "unknown" if unreadable else str(state.get("state") or "down")
     result: dict[str, Any] = {"status": "ok", "stack": folder.name, "state": word, "supervised": alive,
