@@ -104,10 +104,11 @@ def filter_log(jobdir: Path, pattern: UserRegex, context: int, report: Callable[
 
 
 def _whole_lines_end(layout: Any, pos: int) -> int:
-    """The end of the last whole line after ``pos`` (``pos``: none yet): a running job's last
-    line may be half written."""
+    """The end of the last whole line after ``pos`` (``pos``: none yet, or none ends in the
+    last MiB, which is not read again at every look): a running job's last line may be half
+    written."""
     end = layout.end
-    while end > pos:
+    while end > max(pos, layout.end - (1 << 20)):
         start = max(pos, end - (64 << 10))
         cut = layout.read(start, end).rfind(b"\n")
         if cut >= 0:
