@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pilot import until
+from pilot import select, until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.jobs_table import JobsTable
@@ -65,9 +65,7 @@ async def test_the_filter_follows_a_running_jobs_new_lines(registry):
     registry.submit(sid, "ok 1|ERROR one|ok 2|")
     app = HermesApp(registry, sample_interval=0.2)
     async with app.run_test(size=(100, 30)) as pilot:
-        table = app.query_one(JobsTable)
-        await until(pilot, lambda: sid in table.rows_by_id)
-        table.select_id(sid)
+        await select(pilot, app, sid)
         pane = app.query_one(LogPane)
         await until(pilot, lambda: pane.total >= 3, what="the first lines")
         await pilot.press("ampersand", *"error")
