@@ -191,3 +191,31 @@ def test_cli_search_and_restart(registry, home):
     assert _cli(home, "search", "a", "b", "c").returncode == 1
     new = _cli(home, "restart", sid).stdout.strip()
     assert registry.poll(new)["rerun_of"] == sid
+
+
+def test_a_private_key_is_masked_in_search_context_and_log_windows(registry, tmp_path):
+    """Each search match's context line and each log window is a string of its own: a window
+    inside a key's block shows neither its BEGIN nor its END line, and must not show its body."""
+    import base64
+    import random
+
+    from hermes_procs.core.agents.tool import handle_process
+
+    body = base64.b64encode(random.Random(26).randbytes(600)).decode()  # the same key every run
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END PRIVATE KEY-----\n")
+    sid = registry.spawn(f"echo writing key; cat {key}; echo done")["session_id"]
+    registry.wait(sid, timeout=20)
+
+    def call(**args):
+        return handle_process(args, registry=registry, task_id="tt")
+
+    answers = [call(action="search", session_id=sid, pattern="BEGIN PRIVATE KEY", context=20),
+               call(action="log", session_id=sid, offset=2, limit=8),  # inside the block
+               call(action="search", session_id=sid, pattern="^[A-Za-z0-9+/]{60,}$", context=0),
+               call(action="search", session_id=sid, pattern="done", context=3),
+               call(action="log", session_id=sid)]
+    for answer in answers:
+        assert not any(line[:40] in answer for line in lines[:-1]), answer
+    assert '"total": 1' in answers[0] and "writing key" in answers[0]  # the rest of the answer is there

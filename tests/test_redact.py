@@ -103,7 +103,7 @@ def test_a_tail_of_long_plain_lines_is_not_taken_for_a_key_body():
     rows = "\n".join(["ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZ"] * 3) + "\ndone\n"  # no digit
     assert redact_cut(rows) == rows
     body = "".join(f"MIIEowIBAAKCAQEAq1w2e3r4t5y6u7i8o9p0{i:012d}abcXYZ\n" for i in range(3)) + "-----END"
-    assert redact_cut(body).startswith("***\n-----END")  # a cut inside a key's body is still masked
+    assert redact_cut(body) == "***\n***\n***\n-----END"  # a cut inside a key's body is still masked
 
 
 def test_ordinary_text_untouched():

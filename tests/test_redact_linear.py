@@ -35,6 +35,10 @@ INPUTS = {
     "pem_many_begins": fill("-----BEGIN PRIVATE KEY-----\n" + B64 + "\n"),
     "pem_end_kind_runs": fill("-----END " + "A " * 30 + "\n") + "PRIVATE KEY-----",
     "pem_begin_kind_runs": fill("-----BEGIN " + "A" * 60 + "\n") + "PRIVATE KEY-----",
+    # key body lines on their own: every line one, lines one character too long, no line end
+    "key_lines": fill(B64 + "\n"),
+    "key_lines_too_long": fill(B64 + "abcdefghijklm\n"),
+    "key_line_run": "A1b" * (MB // 3),
     # token shapes
     "tok_prefixes": fill("sk-ghp_eyJxoxb-AKIAASIAglpat-hf_npm_AIzagithub_pat_sk_live_rk_test_"),
     "tok_sk_run": "sk-" + "a" * MB,
@@ -117,6 +121,7 @@ COVERS = {
     "_URL_CRED_RE": ["url_scheme_dots", "url_user_runs", "url_no_at", "url_long_user"],
     "_WEBHOOK_RE": ["webhook_heads", "webhook_long", "webhook_hooks"],
     "_AWS_SECRET_RE": ["aws_long_run", "aws_runs_of_40", "aws_slashes"],
+    "_KEY_LINE_RE": ["key_lines", "key_lines_too_long", "key_line_run"],
     "_PEM_RE": ["pem_many_begins", "pem_begin_kind_runs"],
     "_PEM_END_RE": ["pem_b64_after_end", "pem_many_ends", "pem_end_kind_runs"],
     "_BASE64_LINE_RE": ["pem_b64_after_end", "pem_b64_then_end"],

@@ -859,3 +859,25 @@ async def test_a_three_digit_exit_code_keeps_a_gap_before_the_next_column(regist
             lines = ["".join(seg.text for seg in table.render_line(y)) for y in range(table.size.height)]
             row = next(line for line in lines if "exited 137" in line)
             assert "exited 137 " in row, row
+
+
+MARKUP_NAME = "build [/] [red on white]X[/] [@click=app.quit]CLICK[/] [link=https://evil.example]y[/link]"
+
+
+async def test_markup_in_a_job_name_is_shown_as_text_everywhere(registry):
+    """A name such as ``build [/]`` crashed the signal dialog (a MarkupError) and others styled it;
+    every dialog label and toast shows it as it is."""
+    sid = spawn(registry, "sleep 60", name=MARKUP_NAME)
+    app = make_app(registry)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await select(pilot, app, sid)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, SignalScreen), what="the signal dialog")
+        title = app.screen.query_one(".title")
+        shown = str(title.render())
+        assert shown == f"Send a signal to {MARKUP_NAME}"[:60], shown
+        assert not any(span.style and "@click" in str(span.style) for span in title.render().spans)
+        await pilot.press("escape")
+        app.notify(f"{MARKUP_NAME} [/]")  # a toast of a job's name, a prompt, an error
+        await until(pilot, lambda: MARKUP_NAME in notes(app), what="the toast as text")
+        assert app.is_running

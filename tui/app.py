@@ -99,7 +99,10 @@ class HermesApp(App):
 
     def notify(self, message: str, *, title: str = "", **kwargs: Any) -> None:
         """Every toast (of any widget or screen) goes through the one sanitiser: a job's name,
-        command or error text in it is shown with its escapes visible, never sent."""
+        command or error text in it is shown with its escapes visible, never sent; and as
+        text, not Textual markup (a name such as ``build [/]`` is shown, it does not crash the
+        dashboard or style the toast), unless the caller asks for markup."""
+        kwargs.setdefault("markup", False)
         super().notify(safe_text(message), title=safe_line(title), **kwargs)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -16,6 +16,7 @@ from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select, 
 from textual.widgets.option_list import Option
 
 from hermes_procs.core.registry.model import SENDABLE_SIGNALS
+from hermes_procs.core.supervisor.text import safe_line, safe_text
 
 from .keyroute import TypeAheadGuard, focus_now
 from .sampler import JobRow
@@ -143,7 +144,7 @@ class KillScreen(TypeAheadGuard, ModalScreen[dict | None]):
         if survivors:
             msg += "\nStill alive: " + ", ".join(str(p) for p in survivors)
         widget = self.query_one("#kill-status", Static)
-        widget.update(msg)
+        widget.update(Text(safe_text(msg)))
         widget.add_class("error")
         button = self.query_one("#confirm", Button)
         button.label = "Close"
@@ -211,7 +212,7 @@ class SignalScreen(TypeAheadGuard, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Send a signal to {self.target}"[:60], classes="title")
+            yield Label(Text(safe_line(f"Send a signal to {self.target}")[:60]), classes="title")  # not markup
             yield OptionList(
                 *[Option(Text.assemble((f"{SIGNAL_KEYS[name]}  ", "dim"), (f"{name:<5}", "bold"),
                                        f" {SENDABLE_SIGNALS[name]}"), id=name)
@@ -290,7 +291,7 @@ class NewJobScreen(ModalScreen[dict | None]):
         cwd = self.query_one("#new-cwd", Input).value.strip() or None
         host = str(self.query_one("#new-host", Select).value) if self.hosts else ""
         if cwd and not host and not os.path.isdir(os.path.expanduser(cwd)):
-            self.query_one("#new-error", Static).update(f"No such directory: {cwd}")
+            self.query_one("#new-error", Static).update(Text(safe_line(f"No such directory: {cwd}")))
             return
         self.dismiss(
             {
@@ -345,7 +346,7 @@ class SaveLogScreen(ModalScreen[tuple[str, bool] | None]):
         elif not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             error = f"No such directory: {os.path.dirname(path)}"
         if error:
-            self.query_one("#save-error", Static).update(error)
+            self.query_one("#save-error", Static).update(Text(safe_line(error)))
             return
         self.dismiss((os.path.abspath(path), self.query_one("#save-plain", Checkbox).value))
 

@@ -10,6 +10,7 @@ import re
 import time
 from datetime import datetime
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,6 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
+from hermes_procs.core.supervisor.text import safe_line
 from hermes_procs.core.supervisor.timeline import parse_since
 
 from .dialogs import _DIALOG_CSS
@@ -87,7 +89,7 @@ class TimeJumpScreen(ModalScreen[float | None]):
         try:
             when = parse_jump(self.query_one("#jump-when", Input).value)
         except ValueError as exc:
-            self.query_one("#jump-error", Static).update(str(exc))
+            self.query_one("#jump-error", Static).update(Text(safe_line(str(exc))))
             return
         self.dismiss(when)
 

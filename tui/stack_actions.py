@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,8 +40,8 @@ class StackConfirmScreen(ConfirmScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question, classes="title")
-            yield Static(self.note, id="stack-note")
+            yield Label(Text(self.question), classes="title")
+            yield Static(Text(self.note), id="stack-note")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel (Esc)", id="cancel", compact=True)
                 yield Button(f"{self.button} (Enter)", id="confirm", variant="warning", compact=True)

@@ -20,7 +20,9 @@ What is masked:
   ``AKIA`` / ``ASIA`` + 16 (AWS access key ids), bare 40-character AWS secret keys (mixed case
   and digits), ``glpat-``, ``hf_``, ``AIza``, ``npm_``, Stripe ``sk_live_``..., JWTs,
   ``Bearer <token>``, passwords in ``scheme://user:pass@host`` URLs, webhook URLs (Slack,
-  Office, ``/api/webhooks/``), and PEM private-key blocks (including a block cut at either end).
+  Office, ``/api/webhooks/``), and PEM private-key blocks (including a block cut at either end,
+  and a line of a key's body on its own, as a log window or a search match inside the block
+  shows it: a line of 40-76 base64 characters with digits and both cases).
 
 Tails cut at a fixed length (``output_preview``, the ``output`` of wait/kill/completion) may
 begin in the middle of a secret (``EN=hunter2``, ``p_a1B2...`` of a cut ``ghp_`` token, a PEM
@@ -363,10 +365,28 @@ def _mask_values(text: str) -> str:
     return "".join(out)
 
 
+# A line of a key's base64 body on its own: a log window or a search match (and its context
+# lines, each a string of its own) inside a PEM block shows neither its BEGIN nor its END line.
+# 40-76 base64 characters (PEM 64 a line, OpenSSH 70, MIME 76) with digits and both cases; not
+# in a text that shows a block which is not a private key's (a certificate, a public key).
+_KEY_LINE_RE = re.compile(r"^[A-Za-z0-9+/]{40,76}={0,2}(?=\r?$)", re.MULTILINE)
+
+
+def _key_line_sub(m: re.Match[str]) -> str:
+    return MASK if _random_looking(m.group(0)) else m.group(0)
+
+
+def _mask_key_lines(text: str) -> str:
+    if "-----BEGIN " in text and "PRIVATE KEY-----" not in text:
+        return text  # a certificate or a public key, shown with its BEGIN line
+    return _KEY_LINE_RE.sub(_key_line_sub, text)
+
+
 def _redact_text(text: str) -> str:
     if "PRIVATE KEY-----" in text:
         text = _PEM_RE.sub(_pem_sub, text)
         text = _mask_pem_tails(text)
+    text = _mask_key_lines(text)
     for prefix, pattern in _TOKEN_PATTERNS:
         if prefix in text:
             text = pattern.sub(_token_sub, text)
