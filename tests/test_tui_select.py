@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pilot import until
 
 from hermes_procs.tui.app import HermesApp
 from hermes_procs.tui.dialogs import SaveLogScreen
 from hermes_procs.tui.jobs_table import JobsTable
+from hermes_procs.tui.log_export import file_name
 from hermes_procs.tui.log_pane import LogPane
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(40)]
@@ -76,6 +79,7 @@ async def test_ctrl_s_saves_the_log_raw_or_plain(registry, tmp_path):
         plain = tmp_path / "plain.log"
         await pilot.press("ctrl+s")
         await until(pilot, lambda: isinstance(app.screen, SaveLogScreen))
+        assert app.screen.query_one("#save-path").value == os.path.join(os.getcwd(), "lines.log")  # NAME.log here
         app.screen.query_one("#save-path").value = str(plain)
         await pilot.press("enter")
         await until(pilot, lambda: plain.exists() and plain.stat().st_size > 0, what="plain saved")
@@ -98,3 +102,11 @@ async def test_ctrl_s_saves_the_log_raw_or_plain(registry, tmp_path):
         assert isinstance(app.screen, SaveLogScreen)
         assert "exists" in str(app.screen.query_one("#save-error").render())
         await pilot.press("escape")
+
+
+async def test_the_suggested_file_of_a_saved_log_stays_in_the_current_folder():
+    """The job's name is the job's to choose: no `/` or `..` of it leads the file elsewhere."""
+    assert file_name("../../outside/evil", "proc_1") == "outside-evil.log"
+    assert file_name("build [x] \x1b]52;c;QQ==\x07", "proc_1") == "build-x-52-c-QQ.log"
+    assert file_name("..", "proc_1") == file_name("", "proc_1") == "proc_1.log"
+    assert file_name("api.v2_test", "proc_1") == "api.v2_test.log"

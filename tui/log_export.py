@@ -6,6 +6,7 @@ Both run in worker threads (a selection may span a 500 MB log) and read through
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hermes_procs.core.registry import logstore
@@ -13,10 +14,19 @@ from hermes_procs.core.supervisor.text import to_text
 
 from .files import Files
 
-__all__ = ["MAX_COPY_LINES", "save_log", "selected_text"]
+__all__ = ["MAX_COPY_LINES", "file_name", "save_log", "selected_text"]
 
 MAX_COPY_LINES = 100_000
 _CHUNK = 1 << 20
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def file_name(name: str, fallback: str) -> str:
+    """``NAME.log``, the file a job's log is suggested to be saved to in the current folder: a
+    job's name is the job's to choose, so anything but letters, digits, ``.``, ``_`` and ``-``
+    (a ``/``, ``..`` at its start, a space, an escape) becomes ``-``, and no name is ``fallback``."""
+    stem = _NOT_IN_NAMES.sub("-", name).strip("-.")[:80]
+    return f"{stem or fallback}.log"
 
 
 def selected_text(jobdir: Path, first: int, last: int) -> str:

@@ -38,7 +38,7 @@ from .fullattach import full_attach
 from .input_bar import InputBar
 from .jobs_table import SORTS, JobsTable
 from .keyroute import focus_now
-from .log_export import save_log, selected_text
+from .log_export import file_name, save_log, selected_text
 from .log_pane import LogPane
 from .messages import (
     ActionFailed,
@@ -453,13 +453,13 @@ class MainScreen(StackActions):
         if refused(self, self.files):  # a read-only dashboard writes no file (the write refuses too)
             return
         row = self.table.rows_by_id.get(message.session_id)
-        suggested = os.path.join(os.getcwd(), f"{(row.name if row and row.name else message.session_id)}.log")
+        suggested = os.path.join(os.getcwd(), file_name(row.name if row else "", message.session_id))
 
         def chosen(choice: tuple[str, bool] | None) -> None:
             if choice:
                 self._save_log(message.jobdir, Path(choice[0]), choice[1])
 
-        self.app.push_screen(SaveLogScreen(suggested.replace(" ", "-")), chosen)
+        self.app.push_screen(SaveLogScreen(suggested), chosen)
 
     @work(thread=True, group="save")
     def _save_log(self, jobdir: Path, dest: Path, plain: bool) -> None:
