@@ -138,7 +138,7 @@ def wait(home: Optional[str], session_ids: list[str], as_json: bool, *, timeout:
     reg = existing_registry(home)
     if len(session_ids) > 1 and until != "exit":
         raise CliError("--until works with one job id; several ids wait for the first to end")
-    if timeout is not None and not timeout > 0:
+    if timeout is not None and not 0 < timeout < float("inf"):  # nan and inf too
         emit(reg.wait(session_ids[0], timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
         raise CliError("--timeout must be a positive number of seconds")
     result = _wait_for(reg, session_ids, timeout, as_json, until)

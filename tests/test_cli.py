@@ -289,6 +289,8 @@ def test_wait_timeout_and_exit_code(cli):
     assert cli("wait", sid2).returncode == 0
     assert cli("wait", sid2, "--exit-code").returncode == 3
     one_error_line(cli("wait", sid2, "--timeout", "0"))
+    for endless in ("inf", "1e400", "nan"):  # as the API words it, whether or not the job has ended
+        one_error_line(cli("wait", sid2, "--timeout", endless), "timeout must be a finite number of seconds")
 
 
 def test_signal_says_what_it_sent(cli):
