@@ -91,7 +91,8 @@ def test_pem_blocks_whole_and_cut():
     assert "MIIEowIBAAKCAQEA" not in out and out.endswith("-----END RSA PRIVATE KEY-----\nafter")
     assert "-----BEGIN RSA PRIVATE KEY-----" in out
     head_only = PEM.split("-----END")[0]  # output cut before the END line
-    assert "MIIEow" not in redact(head_only)
+    assert redact(head_only) == "-----BEGIN RSA PRIVATE KEY-----\n***"  # no END line made up
+    assert redact("-----BEGIN PRIVATE KEY-----") == "-----BEGIN PRIVATE KEY-----"  # a search match's line
     tail_only = PEM.split("\n", 1)[1]  # a preview that starts inside the block
     assert "MIIEow" not in redact(tail_only) and "a1s2d3" not in redact(tail_only)
 

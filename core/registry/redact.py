@@ -246,8 +246,12 @@ def _lower(text: str) -> str:
 
 
 def _pem_sub(m: re.Match[str]) -> str:
-    kind = m.group("kind")
-    return f"{m.group('begin')}\n{MASK}\n-----END {kind}PRIVATE KEY-----"
+    """A whole block: BEGIN, the mask, END. A block cut at its end keeps its BEGIN line and
+    masks what follows, adding no END line that the text does not hold."""
+    begin, rest = m.group("begin"), m.group(0)[len(m.group("begin")):]
+    if not rest.endswith("PRIVATE KEY-----") or not _PEM_END_RE.search(rest):
+        return begin + (f"\n{MASK}" if rest.strip() else rest)
+    return f"{begin}\n{MASK}\n-----END {m.group('kind')}PRIVATE KEY-----"
 
 
 def _mask_pem_tails(text: str) -> str:
