@@ -213,3 +213,16 @@ def _state(pid: int) -> str | None:
             return fh.read().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, ProcessLookupError):
         return None
+
+
+def test_a_stopped_job_gets_its_term_and_cleans_up(registry):
+    """A stopped process acts on TERM only once it runs again: kill sends CONT after TERM (as
+    systemd does), so the job's handler runs at once rather than being SIGKILLed after the grace."""
+    sid = registry.spawn("trap 'echo cleanup; exit 0' TERM; while :; do sleep 0.1; done")["session_id"]
+    wait_until(lambda: registry.poll(sid)["process_count"] >= 1)
+    assert registry.signal(sid, "STOP")["status"] == "ok"
+    started = time.monotonic()
+    got = registry.kill(sid, grace=5)
+    took = time.monotonic() - started
+    assert took < 2.5 and got.get("signal") != "SIGKILL", (got, took)
+    wait_until(lambda: "cleanup" in registry.read_log(sid)["output"], timeout=5)

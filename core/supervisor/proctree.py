@@ -230,6 +230,12 @@ def signal_all(procs: dict[int, int], sig: int) -> None:
         send(pid, ticks, sig)
 
 
+def terminate(procs: dict[int, int]) -> None:
+    """TERM each process, then CONT (a stopped one gets its TERM only once it runs again)."""
+    signal_all(procs, signal.SIGTERM)
+    signal_all(procs, signal.SIGCONT)
+
+
 def survivors(procs: dict[int, int]) -> list[int]:
     return sorted(pid for pid, ticks in procs.items() if is_alive(pid, ticks))
 
@@ -273,6 +279,8 @@ def kill_tree(tree: Tree, grace: float | Deadline = 3.0, reap: Reap = None,
     interactive shell: Hermes runs jobs in `bash -lic`) it gets HUP at once, before its children
     die of TERM (a `while` loop would run its body again for each, until the grace ends); with
     `pty`, a root still alive shortly after TERM gets HUP too, as when its terminal closes.
+    Each TERM is followed by CONT, as systemd sends them: a stopped process (``signal STOP``, a
+    shell's Ctrl-Z) acts on its TERM at once instead of sleeping through the grace period.
     Returns the pids that survived.
     """
     deadline = grace if isinstance(grace, Deadline) else Deadline(grace)
@@ -283,7 +291,7 @@ def kill_tree(tree: Tree, grace: float | Deadline = 3.0, reap: Reap = None,
         if ignores(root[0], signal.SIGTERM):
             send(*root, signal.SIGHUP)
             _wait_gone(dict([root]), min(HANGUP_AFTER, deadline.left()), reap)
-    signal_all(seen, signal.SIGTERM)
+    terminate(seen)
     if root and pty:
         _wait_gone(seen, min(HANGUP_AFTER, deadline.left()), reap)
         send(*root, signal.SIGHUP)
@@ -293,7 +301,7 @@ def kill_tree(tree: Tree, grace: float | Deadline = 3.0, reap: Reap = None,
         settled = not survivors(seen)  # all gone before the scan: then what they forked is in it
         new = {p: t for p, t in tree.scan(_alive(seen)).items() if p not in seen}
         seen.update(new)
-        signal_all(new, signal.SIGTERM)
+        terminate(new)
         quiet = quiet + 1 if settled and not new else 0
         if quiet >= QUIET_SCANS:
             return []
