@@ -65,7 +65,8 @@ def test_ambiguous_prefix_is_an_error(home):
     for suffix in ("abcd00000001", "abcd00000002"):
         (home / "jobs" / f"proc_{suffix}").mkdir()
     result = reg.poll("abcd")
-    assert result["status"] == "error" and "ambiguous" in result["error"]
+    assert result == {"status": "error", "error": "Session id prefix abcd is ambiguous: it matches 2 processes "
+                                                  "(proc_abcd00000001, proc_abcd00000002)"}
 
 
 def test_wait_wakes_promptly_on_exit(registry):

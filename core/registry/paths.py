@@ -103,8 +103,9 @@ def resolve_id(jobs_dir: Path, session_id: object) -> str:
     hits = [name for name in _job_names(jobs_dir) if name[len(ID_PREFIX):].startswith(match.group(1))]
     if not hits:
         raise IdError("not_found", f"No process with ID {text}")
-    if len(hits) > 1:
-        raise IdError("error", f"Session id prefix {text} is ambiguous: it matches {len(hits)} processes")
+    if len(hits) > 1:  # the ids, as git names the objects an ambiguous prefix matches (at most 5)
+        named = ", ".join(sorted(hits)[:5]) + (", ..." if len(hits) > 5 else "")
+        raise IdError("error", f"Session id prefix {text} is ambiguous: it matches {len(hits)} processes ({named})")
     return hits[0]
 
 
