@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from conftest import wait_until
 from stacks_helpers import down_all, stack_file
 
 from hermes_procs.core.stacks.store import stacks_dir
@@ -146,7 +147,9 @@ def test_a_stack_job_whose_run_was_pruned_says_so(stacks, home, tmp_path):
     _up(stacks, tmp_path, "kept", wait=True)
     sid = stacks.stacks("kept")[0]["jobs"][0]["session_id"]
     assert stacks.down("kept")["state"] == "down"
-    assert stacks.prune(keep_count=0)["pruned"] == 1  # the run goes, the stack (down just now) stays
+    # the run goes once its supervisor has finished (down does not wait for that); the stack,
+    # down just now, stays
+    wait_until(lambda: stacks.prune(keep_count=0)["pruned"] == 1, timeout=10)
     done = subprocess.run([sys.executable, "-m", "hermes_procs", "--home", str(home), "log", "kept/idle"],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (1, "")
