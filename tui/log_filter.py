@@ -20,7 +20,6 @@ the log is rotated (the first retained line, and so every line number, moved).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,7 +84,7 @@ def filter_log(jobdir: Path, pattern: UserRegex, context: int, report: Callable[
     with pattern:
         scan: _Scan | None = None
         while not cancelled():
-            ended = not follow or (jobdir / "exit.json").exists()  # before the look: then it is the whole log
+            ended = not follow or _ended(jobdir)  # before the look: then it is the whole log
             with logstore.snapshot(jobdir) as layout:
                 if scan is None:
                     scan = _Scan(layout.base, layout.base)
@@ -122,9 +121,14 @@ def _wait_for_more(jobdir: Path, size: int, cancelled: Callable[[], bool]) -> bo
     scan is cancelled (False)."""
     while not cancelled():
         time.sleep(FOLLOW_EVERY)
-        if logstore.total_bytes(jobdir) > size or os.path.exists(jobdir / "exit.json"):
+        if logstore.total_bytes(jobdir) > size or _ended(jobdir):
             return True
     return False
+
+
+def _ended(jobdir: Path) -> bool:
+    """The job has ended: its exit record is there (its log will not grow)."""
+    return (jobdir / "exit.json").exists()
 
 
 class _Lines:

@@ -34,8 +34,14 @@ class ColourNotes:
 
     def __init__(self, jobdir: Path) -> None:
         self.path = Path(jobdir) / NOTES_FILE
-        self.known = _load(self.path)
+        self._known: set[tuple[int, int]] | None = None  # read at the first coloured block: a plain log never opens it
         self.found: list[tuple[int, int]] = []
+
+    @property
+    def known(self) -> set[tuple[int, int]]:
+        if self._known is None:
+            self._known = _load(self.path)
+        return self._known
 
     def clean(self, start: int, end: int) -> bool:
         return (start, end) in self.known

@@ -118,7 +118,7 @@ def block_hits(regex: UserRegex, block: Block, plain: bool = False,
     span = (block.start, block.start + end)
     known = notes is not None and notes.clean(*span)
     candidates, clean = regex.coloured_lines(data, end, known)
-    if clean and notes is not None and not known:
+    if clean and notes is not None:
         notes.note(*span)
     if candidates is not None:  # coloured text: only the lines that hold the pattern's literal
         return _matching(regex, block, candidates, limit)
