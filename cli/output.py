@@ -159,8 +159,9 @@ def fmt_started(started: float) -> str:
 
 def status_line(job: JobInfo) -> str:
     """`proc_x  exited 3  signal SIGTERM  pid 42  ran 1.2s`."""
-    parts = [job.session_id, job.label() + (" (waiting for input?)" if job.running and job.awaiting_input else "")]
-    if job.signal:
+    label = job.label()
+    parts = [job.session_id, label + (" (waiting for input?)" if job.running and job.awaiting_input else "")]
+    if job.signal and job.signal not in label:
         parts.append(f"signal {job.signal}")
     if job.pid is not None:
         parts.append(f"pid {job.pid}")

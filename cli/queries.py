@@ -57,6 +57,8 @@ def _poll_text(result: dict[str, Any]) -> str:
         # a command of several lines is shown as a shell echoes one: `> ` before each line after
         # the first, so no line of it can pass for a line of the answer
         lines.append("$ " + "\n> ".join(result["command"].split("\n")))
+    if result.get("stopped") and result.get("status") == "running":
+        lines.append(f"stopped: `hermes-procs signal {result.get('session_id')} CONT` resumes it")
     if result.get("ports"):
         lines.append("listening on: " + " ".join(str(p) for p in result["ports"]))
     if result.get("port") and result.get("status") == "running" and result["port"] not in (result.get("ports") or ()):

@@ -184,6 +184,34 @@ def test_ls_and_poll_say_when_a_job_seems_to_wait_for_input(cli):
     assert "input?" not in cli("ls").stdout
 
 
+def test_a_stopped_job_says_stopped_and_how_to_resume_it(cli):
+    # `signal ID STOP` left ls and poll saying `running`; only `tree` showed the T
+    sid = start(cli, "--", "sleep 60")
+    cli("signal", sid, "STOP", check=0)
+    row = wait_for(lambda: next((line for line in cli("ls").stdout.splitlines()
+                                 if line.startswith(sid) and " stopped " in line), None))
+    assert "running" not in row
+    poll = cli("poll", sid).stdout.splitlines()
+    assert poll[0].startswith(f"{sid}  stopped  pid ")
+    assert f"stopped: `hermes-procs signal {sid} CONT` resumes it" in poll
+    result = json.loads(cli("poll", sid, "--json").stdout)
+    assert result["status"] == "running" and result["stopped"] is True  # the API's status stays
+    cli("signal", sid, "CONT", check=0)
+    wait_for(lambda: json.loads(cli("poll", sid, "--json").stdout)["stopped"] is False)
+    assert " running " in next(line for line in cli("ls").stdout.splitlines() if line.startswith(sid))
+
+
+def test_a_job_a_signal_ended_says_which_signal(cli):
+    # a command that died of a signal nobody sent through us showed `exited -11`
+    sid = start(cli, "--", "sh -c 'kill -SEGV $$'")
+    assert cli("wait", sid).stdout.splitlines()[0] == f"{sid}  ended by SIGSEGV"
+    row = next(line for line in cli("ls").stdout.splitlines() if line.startswith(sid))
+    assert "ended by SIGSEGV" in row and "-11" not in row
+    assert cli("poll", sid).stdout.startswith(f"{sid}  ended by SIGSEGV  pid ")  # not SIGSEGV twice
+    assert json.loads(cli("poll", sid, "--json").stdout)["exit_code"] == -11
+    assert cli("wait", sid, "--exit-code").returncode == 128 + 11
+
+
 def test_arguments_in_bytes_that_are_not_utf8(cli, home):
     # a shell's $'a\xffb': write and submit send those bytes; a pattern of them is one error line
     # (each was "error: UnicodeEncodeError: 'utf-8' codec can't encode character '\udcff' ...")

@@ -25,6 +25,14 @@ def job(**fields) -> JobInfo:
     ({"status": "exited", "completion_reason": "lost"}, "lost", "lost (its supervisor vanished)"),
     ({"status": "corrupt", "error": "damaged"}, "corrupt", "exited"),
     ({"status": "killed", "completion_reason": "killed", "exit_code": -15}, "killed", "killed"),
+    # a signal nobody sent through us ended the command: which one, not `exited -11`
+    ({"status": "exited", "completion_reason": "exited", "exit_code": -11, "signal": "SIGSEGV"},
+     "ended by SIGSEGV", "ended by SIGSEGV"),
+    ({"status": "exited", "completion_reason": "exited", "exit_code": -2}, "ended by SIGINT", "ended by SIGINT"),
+    ({"status": "exited", "completion_reason": "exited", "exit_code": -99}, "ended by signal 99", "ended by signal 99"),
+    ({"status": "running", "stopped": True}, "stopped", "exited"),
+    ({"status": "exited", "completion_reason": "exited", "exit_code": 0, "stopped": True}, "exited 0",
+     "exited with code 0"),
 ])
 def test_label_and_phrase(fields, label, phrase):
     info = job(**fields)
@@ -37,6 +45,8 @@ def test_already_exited_sentence():
     assert info.already_exited() == "proc_000000000001 has already exited (killed, SIGTERM)"
     assert job(status="already_exited", exit_code=0).already_exited(verb="had") == \
         "proc_000000000001 had already exited (exit code 0)"
+    assert job(status="already_exited", exit_code=-6).already_exited() == \
+        "proc_000000000001 has already exited (ended by SIGABRT)"
 
 
 def test_failed_and_state():

@@ -176,6 +176,32 @@ async def test_the_table_builds_cells_only_when_their_text_changes(registry):
         assert "?" not in table.get_cell(row.session_id, "flags").plain
 
 
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_the_table_shows_a_stopped_job_and_the_signal_that_ended_one(registry):
+    from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+    stopped = registry.spawn("sleep 60")["session_id"]
+    crashed = registry.spawn("kill -SEGV $$")["session_id"]
+    registry.wait(crashed, timeout=30)
+    wait_until(lambda: registry.poll(stopped)["process_count"] >= 1)
+    registry.signal(stopped, "STOP")
+    app = HermesApp(registry, sample_interval=0.2)
+    async with app.run_test(size=(120, 30)):
+        table = app.query_one(JobsTable)
+
+        def status(sid: str) -> str:
+            try:
+                return table.get_cell(sid, "status").plain.strip()
+            except (CellDoesNotExist, RowDoesNotExist):  # the row is not in yet
+                return ""
+
+        await until_async(lambda: status(stopped) == "stopped" and status(crashed) == "SIGSEGV")
+        registry.signal(stopped, "CONT")
+        await until_async(lambda: status(stopped) == "running")
+    registry.kill(stopped, grace=0.2)
+
+
 def test_a_registry_keeps_files_only_of_running_jobs(registry):
     from conftest import supervisor_gone
 

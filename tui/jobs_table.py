@@ -69,16 +69,17 @@ def status_text(row: JobRow) -> Text:
     if is_header(row.session_id):  # a stack's row: its state
         return state_text(row.label)
     if row.running:
-        style = "bold green"
+        style = "bold yellow" if row.label == "stopped" else "bold green"
     elif row.label == "exited 0":
         style = "green"
-    elif row.label.startswith("exited"):
+    elif row.label.startswith(("exited", "ended by")):
         style = "bold red"
     elif row.label in ("lost", "unreachable"):
         style = "magenta"
     else:
         style = "yellow"  # killed / timed out
-    label = "unreachable" if row.unreachable else row.label if not row.running else "running"
+    label = "unreachable" if row.unreachable else row.label if row.label == "stopped" or not row.running else "running"
+    label = label.removeprefix("ended by ")  # "SIGSEGV": the column holds " exited 137"
     return Text.assemble(" ", (label, "magenta" if row.unreachable else style))
 
 

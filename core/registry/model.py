@@ -224,6 +224,7 @@ class JobInfo(NamedTuple):
     error: str = ""
     ports: tuple[int, ...] = ()  # the TCP ports its processes listen on
     awaiting_input: bool = False  # it seems to wait for input (the dashboard's `?`)
+    stopped: bool = False  # running, but its process is stopped (SIGSTOP, Ctrl-Z): `stopped`
     lease: str = ""  # "leased": it ends with its owner; "kept": leased but pinned; "": no lease
 
     @classmethod
@@ -249,6 +250,7 @@ class JobInfo(NamedTuple):
             error=str(data.get("error") or ""),
             ports=tuple(p for p in data.get("ports") or () if isinstance(p, int) and not isinstance(p, bool)),
             awaiting_input=data.get("awaiting_input") is True,
+            stopped=data.get("stopped") is True,
             lease=_lease_word(data.get("lease")),
         )
 
@@ -272,21 +274,34 @@ class JobInfo(NamedTuple):
         return self.ended and not clean_exit
 
     def label(self) -> str:
-        """The status in a word or two: ``running``, ``exited 3``, ``killed``, ``timed out``, ``lost``
-        (an error or unknown status is shown as it is)."""
+        """The status in a word or two: ``running``, ``stopped`` (running, its process stopped),
+        ``exited 3``, ``ended by SIGSEGV``, ``killed``, ``timed out``, ``lost`` (an error or
+        unknown status is shown as it is)."""
         if not self.ended:
-            return self.status
+            return "stopped" if self.running and self.stopped else self.status
         outcome = self.outcome or Outcome.EXITED
         if outcome is Outcome.EXITED:
-            return f"exited {self.exit_code}" if self.exit_code is not None else "exited"
+            return self._signal_death() or (f"exited {self.exit_code}" if self.exit_code is not None else "exited")
         return outcome.word
+
+    def _signal_death(self) -> str:
+        """``ended by SIGSEGV`` when a signal nobody sent through us ended the command itself
+        (exit code -N); empty otherwise."""
+        if self.exit_code is None or self.exit_code >= 0:
+            return ""
+        if self.signal:
+            return f"ended by {self.signal}"
+        try:
+            return f"ended by {Signal.parse(-self.exit_code, sendable_only=False).full_name}"
+        except ValueError:
+            return f"ended by signal {-self.exit_code}"
 
     def ended_phrase(self) -> str:
         """How it ended, as a phrase after its name: ``exited with code 3``, ``killed (SIGTERM)``,
         ``timed out (SIGTERM)``, ``lost (its supervisor vanished)``."""
         outcome = self.outcome or Outcome.EXITED
         if outcome is Outcome.EXITED:
-            return f"exited with code {self.exit_code}" if self.exit_code is not None else "exited"
+            return self._signal_death() or (f"exited with code {self.exit_code}" if self.exit_code is not None else "exited")
         if outcome is Outcome.LOST:
             return "lost (its supervisor vanished)"
         return f"{outcome.word} ({self.signal})" if self.signal else outcome.word
@@ -296,7 +311,7 @@ class JobInfo(NamedTuple):
         ``lost``; empty when nothing is known."""
         outcome = self.outcome or Outcome.EXITED
         if outcome is Outcome.EXITED:
-            return f"exit code {self.exit_code}" if self.exit_code is not None else ""
+            return self._signal_death() or (f"exit code {self.exit_code}" if self.exit_code is not None else "")
         return f"{outcome.word}, {self.signal}" if self.signal else outcome.word
 
     def already_exited(self, verb: str = "has") -> str:

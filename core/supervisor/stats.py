@@ -34,7 +34,8 @@ except ImportError:  # the supervisor imports us as a top-level module next to p
     import proctree  # type: ignore[no-redef]
 
 # The figures of a job with no process left.
-IDLE = {"awaiting_input": False, "quiet_seconds": None, "cpu_percent": 0.0, "rss_bytes": 0, "process_count": 0}
+IDLE = {"awaiting_input": False, "quiet_seconds": None, "cpu_percent": 0.0, "rss_bytes": 0, "process_count": 0,
+        "stopped": False}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 MIN_INTERVAL = 0.25  # seconds: a CPU delta over less is noise, the previous figure stands
@@ -390,7 +391,7 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
                 supervisor_stat: list[str] | None = None, log_stat: os.stat_result | None = None,
                 listeners: Listeners | None = None) -> dict[str, Any]:
     """The poll/list fields: awaiting_input, quiet_seconds, cpu_percent, rss_bytes, process_count,
-    ports.
+    ports, stopped (the job's root process is stopped: `signal ID STOP`, Ctrl-Z in its terminal).
 
     `supervisor_pid` is given only while the supervisor lives (`supervisor_stat`: its /proc
     stat fields, when just read); `running`: the job's root has not exited. A finished job
@@ -403,9 +404,11 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
         own = found.pop(supervisor_pid, None)
         reaped = int(own[13]) + int(own[14]) if own else 0
         pids, ticks_rss_count = list(found), _usage(found.values())
+        root_fields = found.get(root) if root else None
     else:
         pids = job_tree(None, root if running else None)
         ticks_rss_count = usage(pids)
+        root_fields = proctree.stat_fields(root) if root and pids else None
     figures: dict[str, Any] = {**IDLE, "ports": []}
     if pids:
         ticks, rss, count = ticks_rss_count
@@ -414,6 +417,7 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
     if running:
         figures["awaiting_input"] = waiting_for_input(pids, (lambda: fd_target(root, 0)) if root else None)
         figures["quiet_seconds"] = quiet_seconds(log_path, started_at, log_stat)
+        figures["stopped"] = bool(root_fields) and root_fields[0] == "T"
     return figures
 
 
