@@ -10,7 +10,7 @@ import typer
 
 from .app import app
 from .options import EscOpt, HomeOpt, IdArg, JsonOpt, existing_registry, opts
-from .output import CliError, emit, flag_names
+from .output import CliError, emit
 
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "e": "\x1b", "a": "\x07", "b": "\b", "0": "\0", "\\": "\\"}
 
@@ -54,7 +54,7 @@ def _send_stdin(ctx: typer.Context, session_id: str, data: str, escapes: bool, h
         return
     from .cmd_jobs import yield_exit, yield_text
 
-    result = emit(flag_names(send(session_id, data, source="cli", yield_ms=yield_ms)), as_json, yield_text,
+    result = emit(send(session_id, data, source="cli", yield_ms=yield_ms), as_json, yield_text,
                   errors=("already_exited",))
     raise typer.Exit(yield_exit(result))
 

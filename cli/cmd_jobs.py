@@ -14,7 +14,7 @@ from hermes_procs.core.supervisor.text import safe_line
 from . import queries
 from .app import app
 from .options import HomeOpt, IdArg, JsonOpt, existing_registry, opts, registry
-from .output import CliError, emit, flag_names, host_warning, warn
+from .output import CliError, emit, host_warning, warn
 
 
 def _join_command(words: list[str]) -> str:
@@ -118,7 +118,7 @@ def run_cmd(
     reg = registry(home)
     result = reg.spawn(_join_command(command), pty=pty, **kwargs)
     host_warning(reg)
-    emit(flag_names(result), as_json, lambda r: str(r["session_id"]))
+    emit(result, as_json, lambda r: str(r["session_id"]))
 
 
 @app.command("exec", context_settings={"allow_interspersed_args": False})
@@ -151,7 +151,7 @@ def exec_cmd(
     kwargs = _spawn_options(cwd=cwd, name=name, env=env, task=task, max_runtime=max_runtime, reuse=reuse, port=port,
                             lease=lease)
     reg = registry(home)
-    result = emit(flag_names(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs)), as_json, yield_text)
+    result = emit(reg.exec(_join_command(command), yield_ms, pty=pty, **kwargs), as_json, yield_text)
     raise typer.Exit(yield_exit(result))
 
 
@@ -208,7 +208,7 @@ def log_cmd(
         Optional[int],
         typer.Option("--offset", metavar="N", help="First line (0-based); default: the last --limit lines."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", metavar="N", help="Number of lines.")] = 200,
+    limit: Annotated[int, typer.Option("--limit", "-n", "--lines", metavar="N", help="Number of lines.")] = 200,
     since: Annotated[
         Optional[str],
         typer.Option("--since", metavar="WHEN",

@@ -95,6 +95,8 @@ def up_cmd(
     exits; `down` stops it.
     """
     home, as_json = opts(ctx, home, as_json)
+    if timeout is not None and not wait:
+        raise CliError("--timeout works with --wait: how long to wait for the jobs to be ready")
     _no_host()
     _emit_stack(registry(home).up(file, name, wait=wait, timeout=timeout), as_json)
 

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from hermes_procs.core.supervisor.bounds import BadNumber, whole
+
 from .app import app
 from .cmd_dashboard import plugged
 from .options import HomeOpt, check_home, opts
@@ -20,13 +22,13 @@ def web_cmd(
         "--host", "--bind", metavar="ADDR",
         help="Address to bind (alias --bind). Not the root `--host` before the subcommand, which picks a machine.",
     )] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0: a free one).")] = 8765,
+    port: Annotated[int, typer.Option("--port", help="TCP port (0: a free one).")] = 8765,
     read_only: Annotated[bool, typer.Option(
         "--read-only", help="Watch only: the server refuses kill, signals, new jobs, input, file writes.")] = False,
     allow_remote: Annotated[bool, typer.Option(
         "--allow-remote", help="Allow binding a non-loopback address (then use an SSH tunnel or TLS proxy).")] = False,
     max_sessions: Annotated[int, typer.Option(
-        "--max-sessions", min=1, max=64, help="Most dashboards (browser tabs) running at once; more are refused.")] = 4,
+        "--max-sessions", help="Most dashboards (browser tabs) running at once; more are refused.")] = 4,
 ) -> None:
     """Serve the dashboard in a browser at a printed URL with a secret token.
 
@@ -38,6 +40,11 @@ def web_cmd(
     host = host.strip("[]")
     if not host:
         raise CliError("--host needs an address, e.g. 127.0.0.1")
+    for value, flag, lowest, highest in ((port, "--port", 0, 65535), (max_sessions, "--max-sessions", 1, 64)):
+        try:
+            whole(value, flag, lowest, highest)
+        except BadNumber as exc:  # the one wording of numbers (typer's own range check words it as pydantic)
+            raise CliError(str(exc)) from None
     check_home(home)
     rc = plugged().web(home, host, port, read_only, allow_remote, max_sessions)
     if rc:

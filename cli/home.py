@@ -19,10 +19,17 @@ def check_home(home: Optional[str]) -> None:
     `registry` gives: for the commands that open it in another process (dashboard, web)."""
     from hermes_procs.core.registry.paths import HomeError, ensure_private_dir, resolve_home
 
+    _not_empty(home)
     try:
         ensure_private_dir(resolve_home(home))
     except (HomeError, OSError) as exc:
         raise _home_error(home, exc) from exc
+
+
+def _not_empty(home: Optional[str]) -> None:
+    """`--home ""` (an unset variable in a script) is an error, not the default home."""
+    if home == "":
+        raise CliError("--home is empty: give a folder, or leave --home out for the default home")
 
 
 def missing_home(home: Optional[str]) -> Optional[str]:
@@ -30,6 +37,7 @@ def missing_home(home: Optional[str]) -> Optional[str]:
     does, for the default home, and for a remote host): a query need not create it."""
     from hermes_procs.core.registry.paths import HomeError, resolve_home
 
+    _not_empty(home)
     remote = os.environ.get("HERMES_PROCS_HOST") not in (None, "", "local")
     if remote or not (home or os.environ.get("HERMES_PROCS_HOME")):
         return None
@@ -65,6 +73,7 @@ def registry(home: Optional[str]) -> Registry:
     """The ProcessRegistry over `home`; a CliError when the home cannot be used."""
     from hermes_procs.core import ProcessRegistry
 
+    _not_empty(home)
     remote = os.environ.get("HERMES_PROCS_HOST") not in (None, "", "local")  # set by --host
     try:
         return ProcessRegistry(home=home)

@@ -103,7 +103,7 @@ def emit_each(results: list[dict[str, Any]], as_json: bool, human: Callable[[Any
     CliError that names each (`could not kill 2 of 3: ...; ...`, the first three)."""
     if as_json:
         print_json(results)
-    failed = [_error_message(r) for r in results if r.get("status") in ERROR_STATUSES]
+    failed = [_error_message(flag_names(r)) for r in results if r.get("status") in ERROR_STATUSES]
     if not as_json:
         for result in results:
             if result.get("status") not in ERROR_STATUSES:
@@ -117,6 +117,7 @@ def check(result: Any, as_json: bool, errors: tuple[str, ...] = ()) -> Any:
     """The error half of `emit`: raise CliError for an error result (printed first with --json)."""
     status = result.get("status") if isinstance(result, dict) else None  # list() gives a list
     if status in ERROR_STATUSES or status in errors:
+        result = flag_names(result)
         if as_json:
             print_json(result)
         raise CliError(_error_message(result))
@@ -170,10 +171,11 @@ def status_line(job: JobInfo) -> str:
     return "  ".join(parts)
 
 
-# the API's keywords that commands take as flags (run, exec, write/submit --yield-ms), as errors begin with them
+# the API's keywords that commands take as flags, as errors begin with them (check() says the flag)
 _FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
           "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms", "port": "--port", "reuse": "--reuse",
-          "lease": "--lease"}
+          "lease": "--lease", "limit": "--limit", "offset": "--offset", "context": "--context", "grace": "--grace",
+          "timeout": "--timeout", "keep_days": "--keep-days", "keep_count": "--keep-count"}
 
 
 def flag_names(result: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,12 @@ import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from hermes_procs.core.registry.model import JobInfo
+from hermes_procs.core.supervisor.bounds import BadNumber, seconds
 from hermes_procs.core.supervisor.text import safe_text
 
 from .home import existing_registry, missing_home, registry
 from .jobtable import jobs_text
-from .output import CliError, check, emit, flag_names, status_line, warn
+from .output import CliError, check, emit, status_line, warn
 
 if TYPE_CHECKING:
     from hermes_procs.core.registry.interface import Registry
@@ -140,9 +141,11 @@ def wait(home: Optional[str], session_ids: list[str], as_json: bool, *, timeout:
     reg = existing_registry(home)
     if len(session_ids) > 1 and until != "exit":
         raise CliError("--until works with one job id; several ids wait for the first to end")
-    if timeout is not None and not 0 < timeout < float("inf"):  # nan and inf too
-        emit(reg.wait(session_ids[0], timeout=timeout, until=until), as_json)  # the API's error for a bad timeout
-        raise CliError("--timeout must be a positive number of seconds")
+    if timeout is not None:  # the API's bounds (a year at most), said of the flag
+        try:
+            seconds(timeout, "--timeout")
+        except BadNumber as exc:
+            raise CliError(str(exc)) from None
     result = _wait_for(reg, session_ids, timeout, as_json, until)
     job = JobInfo.from_dict(result, session_ids[0])
     if result.get("status") == "timeout":
@@ -168,7 +171,7 @@ def _wait_for(reg: Registry, session_ids: list[str], timeout: Optional[float], a
             got = reg.wait(session_ids[0], timeout=step, until=until)
         else:
             got = reg.wait_any(session_ids, timeout=step)
-        result: dict[str, Any] = check(flag_names(got), as_json)
+        result: dict[str, Any] = check(got, as_json)
         if result.get("status") != "timeout":
             return result
         if deadline is not None and time.monotonic() >= deadline - 0.001:

@@ -278,6 +278,14 @@ def test_one_word_command_is_used_as_is(cli):
     assert cli("log", sid, check=0).stdout == "a\nB\n"
 
 
+def test_log_takes_tails_n_and_lines_for_limit(cli):
+    sid = start(cli, "--", "seq 1 10")
+    cli("wait", sid, check=0)
+    for flag in ("-n", "--lines", "--limit"):
+        assert cli("log", sid, flag, "2", check=0).stdout == "9\n10\n", flag
+    assert cli("log", sid, "--lines=3", check=0).stdout == "8\n9\n10\n"
+
+
 def test_log_offset_limit(cli):
     sid = start(cli, "--", "seq", "1", "10")
     cli("wait", sid, check=0)
@@ -393,6 +401,24 @@ def test_errors_are_one_line_exit_1(cli):
     assert one_error_line(cli("wait", cat, "--until", "port")).endswith("without one: use --until port:N")
     assert one_error_line(cli("write", cat, "x", "--yield-ms", "-1")).startswith("hermes-procs: error: --yield-ms ")
     one_error_line(cli("ls", "--home", "/dev/null/x"), "state home")
+    # the same for every command's numbers (limit, offset, keep_days, grace, ... were the API's words)
+    for args, start_of in ((("log", cat, "--limit", "0"), "--limit must be a whole number >= 1"),
+                           (("log", cat, "--offset", "-1"), "--offset must be"),
+                           (("search", cat, "x", "--limit", "0"), "--limit must be"),
+                           (("search", cat, "x", "--context", "-1"), "--context must be"),
+                           (("kill", cat, "--grace", "-1"), "--grace must be"),
+                           (("prune", "--keep-days", "-1"), "--keep-days must be"),
+                           (("web", "--port", "99999"), "--port must be a whole number from 0 to 65535, not 99999"),
+                           (("web", "--max-sessions", "0"), "--max-sessions must be a whole number from 1 to 64")):
+        assert one_error_line(cli(*args)).startswith(f"hermes-procs: error: {start_of}"), args
+    # a year at most, said as such (it was `3.16224e+07 seconds`, and wait had no bound at all)
+    for args in (("kill", cat, "--grace", "1e9"), ("wait", cat, "--timeout", "1e12")):
+        one_error_line(cli(*args), "must be at most a year (31622400 seconds), not 1e+")
+    # an empty --home (an unset variable in a script) is not the default home
+    for args in (("--home", "", "ls"), ("ls", "--home", ""), ("run", "--home", "", "--", "true")):
+        one_error_line(cli(*args), "--home is empty")
+    one_error_line(cli("run", "--cwd", "/etc/passwd", "--", "true"), "is not a directory: /etc/passwd")
+    one_error_line(cli("up", "--timeout", "5"), "--timeout works with --wait")
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
     one_error_line(res)
@@ -456,8 +482,8 @@ def test_prune(cli):
     assert cli("ls", check=0).stdout.strip() == "No processes."
     for _ in range(2):
         cli("wait", start(cli, "--", "true"), check=0)
-    one_error_line(cli("prune", "--keep-count", "-1"), "keep_count must be a number >= 0")
-    one_error_line(cli("prune", "--keep-days", "nan"), "keep_days must be a number >= 0")
+    one_error_line(cli("prune", "--keep-count", "-1"), "error: --keep-count must be a number >= 0")  # the flag typed
+    one_error_line(cli("prune", "--keep-days", "nan"), "error: --keep-days must be a number >= 0")
     assert cli("prune", "--keep-count", "1").stdout == "pruned 1 finished job\n"  # the option over the default
     assert cli("prune", "--keep-days", "0").stdout == "pruned 1 finished job\n"
 

@@ -61,6 +61,8 @@ LINES = [
     ["poll", "proc_000000000000"],
     ["log", "{done}"],
     ["log", "{done}", "--limit", "1"],
+    ["log", "{done}", "-n", "2"],
+    ["log", "{done}", "--lines=1"],
     ["log", "{done}", "--offset=1", "--limit=1", "--json"],
     ["log", "{done}", "--since", "1h"],
     ["log", "{done}", "--since", "yesterday"],

@@ -5,6 +5,7 @@ import os
 import stat
 import threading
 import time
+from pathlib import Path
 
 from conftest import supervisor_gone, wait_until
 
@@ -237,6 +238,71 @@ def test_prune_keeps_running_and_newest(registry):
     assert result["pruned"] == 2
     left = {r["session_id"] for r in registry.list()}
     assert left == {running["session_id"], done[-1]["session_id"]}
+
+
+def test_prune_that_cannot_delete_says_so_and_counts_only_what_went():
+    """A read-only jobs folder (for a second user, `nobody`, when the suite runs as root, who
+    may delete anything): prune said `pruned 2` with status ok and left both folders."""
+    import json as _json
+    import shutil
+    import tempfile
+
+    from hermes_procs.core.registry import events_compact, retention, stacking  # noqa: F401 - loaded before the fork
+
+    base = Path(tempfile.mkdtemp(prefix="hp-ro-", dir="/tmp"))  # nobody can pass through it (pytest's is 0700)
+    os.chmod(base, 0o711)
+    home = base / "home"
+    registry = ProcessRegistry(home=home)
+    try:
+        done = [registry.spawn("true")["session_id"] for _ in range(2)]
+        for sid in done:
+            registry.wait(sid, timeout=10)
+            supervisor_gone(registry, sid)
+        result = _prune_as_another_user(home, registry.jobs_dir)
+        assert result.get("status") == "error" and result["pruned"] == 0 and result["pruned_ids"] == [], result
+        assert sorted(result["not_pruned"]) == sorted(done)
+        assert result["error"] == (f"could not delete 2 of 2 job folders ({result['not_pruned'][0]}: "
+                                   "Permission denied); pruned 0")
+        assert all((registry.jobs_dir / sid).is_dir() for sid in done)
+        got = registry.prune(keep_count=0)  # writable again: they go, and it says so
+        assert got["status"] == "ok" and sorted(got["pruned_ids"]) == sorted(done), got
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _prune_as_another_user(home: Path, jobs_dir: Path) -> dict:
+    """prune(keep_count=0) over `home` with `jobs_dir` read-only: as nobody when root (the home
+    given to nobody for it, then back), else as ourselves."""
+    import json as _json
+
+    root = os.geteuid() == 0
+    owner = 65534 if root else os.getuid()
+    for folder, dirs, files in os.walk(home):
+        for name in [folder, *(os.path.join(folder, n) for n in [*dirs, *files])]:
+            os.lchown(name, owner, owner)
+    os.chmod(jobs_dir, 0o555)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if root:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            os.write(w, _json.dumps(ProcessRegistry(home=home).prune(keep_count=0)).encode())
+        except BaseException as exc:  # noqa: BLE001 - said through the pipe
+            os.write(w, _json.dumps({"child": repr(exc)}).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        result = _json.loads(fh.read())
+    os.waitpid(pid, 0)
+    os.chmod(jobs_dir, 0o700)
+    for folder, dirs, files in os.walk(home):
+        for name in [folder, *(os.path.join(folder, n) for n in [*dirs, *files])]:
+            os.lchown(name, os.getuid(), os.getgid())
+    return result
 
 
 def test_terminal_queries_answered_while_nobody_attached(registry):

@@ -13,6 +13,7 @@ some consumer has not read plus the events of the jobs kept (core/registry/event
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
 from pathlib import Path
@@ -72,13 +73,40 @@ def prune(jobs_dir: Path, keep_days: float | None = None, keep_count: int | None
     pending = events.undelivered_sessions(jobs_dir.parent) if over else set()
     doomed = [sid for i, (ended, sid) in enumerate(finished)
               if ended < too_old or (i >= count and sid not in pending)]
-    for session_id in doomed:
-        shutil.rmtree(jobs_dir / session_id, ignore_errors=True)
+    for left in jobs_dir.glob(".gone-proc_*"):  # what a delete that failed part way left
+        shutil.rmtree(left, ignore_errors=True)
+    failures = {sid: why for sid in doomed if (why := _remove(jobs_dir / sid))}
+    pruned = [sid for sid in doomed if sid not in failures]
     links = list_job_links(jobs_dir)
     for name in links:
-        (jobs_dir / name).unlink(missing_ok=True)  # the link itself, never what it points to
-    return {"status": "ok", "pruned": len(doomed), "pruned_ids": doomed, "kept_finished": len(finished) - len(doomed),
-            "kept_undelivered": len(set(over) & pending), "removed_links": links, **_tidy(jobs_dir, too_old)}
+        try:
+            (jobs_dir / name).unlink(missing_ok=True)  # the link itself, never what it points to
+        except OSError as exc:
+            failures[name] = exc.strerror or str(exc)
+    result = {"status": "ok", "pruned": len(pruned), "pruned_ids": pruned,
+              "kept_finished": len(finished) - len(pruned), "kept_undelivered": len(set(over) & pending),
+              "removed_links": [name for name in links if name not in failures], **_tidy(jobs_dir, too_old)}
+    if failures:  # a read-only home, another user's folder: said, never counted as pruned
+        first, why = next(iter(failures.items()))
+        result.update(status="error", not_pruned=list(failures),
+                      error=f"could not delete {len(failures)} of {len(doomed) + len(links)} job folders "
+                            f"({first}: {why}); pruned {len(pruned)}")
+    return result
+
+
+def _remove(folder: Path) -> str:
+    """Delete a job folder; "" when it is gone, else why it is still there, whole. It is renamed
+    out of the listing first, so a failure part way (a read-only or foreign folder) never leaves a
+    job with half its files; a `.gone-` folder left by a failed delete goes at the next prune."""
+    gone = folder.with_name(".gone-" + folder.name)
+    try:
+        os.rename(folder, gone)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    shutil.rmtree(gone, ignore_errors=True)
+    return ""
 
 
 def _tidy(jobs_dir: Path, too_old: float) -> dict[str, Any]:

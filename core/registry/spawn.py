@@ -312,7 +312,8 @@ def _checked_cwd(cwd: object) -> str:
         raise BadInput(f"cwd must be a path, not {cwd!r}")
     cwd = os.path.abspath(os.path.expanduser(str(cwd)))
     if not os.path.isdir(cwd):
-        raise BadInput(f"Working directory does not exist: {cwd}")
+        why = "is not a directory" if os.path.lexists(cwd) else "does not exist"
+        raise BadInput(f"Working directory {why}: {cwd}")
     return cwd
 
 

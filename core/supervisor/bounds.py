@@ -37,7 +37,8 @@ def seconds(value: object, name: str, *, allow_zero: bool = False, maximum: floa
         least = "0 or more" if allow_zero else "more than 0"
         raise BadNumber(f"{name} must be a finite number of seconds, {least}, not {_shown(number)}")
     if number > maximum:
-        raise BadNumber(f"{name} must be at most {maximum:g} seconds, not {number:g}")
+        most = f"a year ({maximum:.0f} seconds)" if maximum == MAX_SECONDS else f"{maximum:g} seconds"
+        raise BadNumber(f"{name} must be at most {most}, not {number:g}")
     return number
 
 
