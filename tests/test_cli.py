@@ -449,6 +449,32 @@ def test_home_before_or_after_the_subcommand(cli, tmp_path):
     cli("--home", str(other), "--json", "wait", sid, check=0)
 
 
+@pytest.fixture
+def read_only_home(home, cli):
+    """`home` with a finished job, seen through a read-only bind mount (root, as CI runs)."""
+    cli("wait", start(cli, "--", "true"), check=0)
+    view = home.parent / "read-only-view"
+    view.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(home), str(view)], capture_output=True)
+    if mounted.returncode or subprocess.run(["mount", "-o", "remount,ro,bind", str(view)]).returncode:
+        subprocess.run(["umount", str(view)], capture_output=True)
+        pytest.skip("no bind mounts here (needs root)")
+    yield view
+    subprocess.run(["umount", "-l", str(view)], check=True)
+
+
+def test_a_read_only_home_gets_one_line_errors_that_name_no_class(cli, read_only_home):
+    # `events` said `HomeError: cannot create ...`; prune said `pruned 1` and left it there
+    ro = str(read_only_home)
+    assert one_error_line(cli("--home", ro, "events")) == \
+        f"hermes-procs: error: cannot create {ro}/cursors: Read-only file system"
+    one_error_line(cli("--home", ro, "run", "--", "true"), "Read-only file system")
+    line = one_error_line(cli("--home", ro, "prune", "--keep-count", "0"))
+    assert line.startswith("hermes-procs: error: could not delete 1 of 1 job folders (proc_")
+    assert line.endswith(": Read-only file system); pruned 0")
+    assert len(json.loads(cli("--home", ro, "ls", "--json", check=0).stdout)) == 1  # still there, whole
+
+
 def test_ls_of_a_home_that_does_not_exist_neither_makes_it_nor_looks_like_jobs_gone(cli, tmp_path):
     typo = tmp_path / "no" / "such" / "home"
     done = cli("ls", "--home", str(typo), check=0)

@@ -22,7 +22,7 @@ from . import events, logstore, processes, protocol
 from .envnumbers import env_number
 from .interface import Registry
 from .jobstate import CorruptJob, Job, load
-from .paths import IdError, ensure_private_dir, resolve_home, resolve_id
+from .paths import HomeError, IdError, ensure_private_dir, resolve_home, resolve_id
 from .userregex import PatternError
 
 if TYPE_CHECKING:
@@ -58,8 +58,12 @@ def _safe(method: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
             return method(*args, **kwargs)
         except IdError as exc:
             status, error = exc.status, str(exc)
-        except (BadInput, BadNumber, CorruptJob, PatternError, protocol.NewerSupervisor, events.CursorError) as exc:
+        except (BadInput, BadNumber, CorruptJob, HomeError, PatternError, protocol.NewerSupervisor,
+                events.CursorError) as exc:
             status, error = "error", str(exc)
+        except OSError as exc:  # a read-only home, a full disk: what and where, not the class
+            status, error = "error", (f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename
+                                      else exc.strerror or f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - the contract: bad input never raises
             status, error = "error", f"{type(exc).__name__}: {exc}"
         return {"status": status, "error": text.one_line(error)}
