@@ -21,7 +21,8 @@ fastcoerce.install()
 
 def _help_shows_metavars_only() -> None:
     """Typer (0.29) prints ``<bool>`` after every flag and ``<list[str]>`` after an argument
-    that has a metavar; the help shows the metavars we give (``--name N``) and nothing else.
+    that has a metavar, and wraps the usage line's arguments (``{ID} [[DATA]]``); the help
+    shows the metavars we give (``--name N``, ``ID [DATA]``) and nothing else.
     If typer's internals change, this does nothing (the placeholders come back)."""
     from typer import core
 
@@ -35,6 +36,16 @@ def _help_shows_metavars_only() -> None:
                       (getattr(core, "TyperArgument", None), argument_type)):
         if cls is not None and hasattr(cls, "display_type_rich"):
             cls.display_type_rich = show
+    argument = getattr(core, "TyperArgument", None)
+    usage_name = getattr(argument, "_usage_display_name", None)
+    if usage_name is not None:  # the usage line says `ID [DATA]`, `ID...`, as given, not `{ID} [[DATA]]`
+        def shown(self):  # noqa: ANN001, ANN202 - typer's signature
+            name = self.metavar
+            if not name:
+                return usage_name(self)
+            return name if self.required or name.startswith("[") else f"[{name}]"
+
+        argument._usage_display_name = shown
 
 
 _help_shows_metavars_only()

@@ -349,12 +349,18 @@ def test_help_lists_the_everyday_commands_first_without_type_placeholders(cli, c
     from cli.main import _run  # every command's help in process: 40 interpreters took ~20 s
 
     monkeypatch.setenv("COLUMNS", "200")
+    usages: dict[str, str] = {}
     for command in ["", *listed]:
         capsys.readouterr()
         assert _run([*([command] if command else []), "--help"]) == 0, command
         text = capsys.readouterr().out
         assert "Usage" in text, (command, text)
         assert "<bool>" not in text and "<list" not in text and "<int>" not in text, (command, text)
+        usage = next(line for line in text.splitlines() if "Usage:" in line)
+        assert "{" not in usage and "[[" not in usage and "...}" not in usage, (command, usage)  # typer's `{ID} [[DATA]]`
+        usages[command] = " ".join(usage.split()[2:])
+    assert usages["submit"] == "submit [OPTIONS] ID [DATA]" and usages["kill"] == "kill [OPTIONS] ID..."
+    assert usages["search"] == "search [OPTIONS] [ID] PATTERN"
 
 
 def test_help_into_a_pipe_that_closes_early_exits_0(home):
