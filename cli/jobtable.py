@@ -45,7 +45,8 @@ def _newest(jobs: list[JobInfo]) -> tuple[list[JobInfo], int]:
 
 
 def _cells(job: JobInfo, ports: bool) -> tuple[list[str], str]:
-    style = "red" if job.failed else "yellow" if job.stopped else "green" if job.running else "" if job.ended else "yellow"
+    style = "red" if job.failed else "yellow" if job.stopped or not (job.running or job.ended) else \
+        "green" if job.running else ""
     command = job.command or job.error
     if job.pty:
         command = "[pty] " + command

@@ -243,7 +243,6 @@ def test_prune_keeps_running_and_newest(registry):
 def test_prune_that_cannot_delete_says_so_and_counts_only_what_went():
     """A read-only jobs folder (for a second user, `nobody`, when the suite runs as root, who
     may delete anything): prune said `pruned 2` with status ok and left both folders."""
-    import json as _json
     import shutil
     import tempfile
 

@@ -301,7 +301,8 @@ class JobInfo(NamedTuple):
         ``timed out (SIGTERM)``, ``lost (its supervisor vanished)``."""
         outcome = self.outcome or Outcome.EXITED
         if outcome is Outcome.EXITED:
-            return self._signal_death() or (f"exited with code {self.exit_code}" if self.exit_code is not None else "exited")
+            code = f"exited with code {self.exit_code}" if self.exit_code is not None else "exited"
+            return self._signal_death() or code
         if outcome is Outcome.LOST:
             return "lost (its supervisor vanished)"
         return f"{outcome.word} ({self.signal})" if self.signal else outcome.word
