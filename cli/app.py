@@ -38,7 +38,7 @@ def _help_shows_metavars_only() -> None:
             cls.display_type_rich = show
     argument = getattr(core, "TyperArgument", None)
     usage_name = getattr(argument, "_usage_display_name", None)
-    if usage_name is not None:  # the usage line says `ID [DATA]`, `ID...`, as given, not `{ID} [[DATA]]`
+    if argument is not None and usage_name is not None:  # `ID [DATA]`, `ID...` as given, not `{ID} [[DATA]]`
         def shown(self):  # noqa: ANN001, ANN202 - typer's signature
             name = self.metavar
             if not name:

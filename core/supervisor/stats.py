@@ -417,7 +417,7 @@ def job_figures(key: str, meter: CpuMeter, *, supervisor_pid: int | None, root: 
     if running:
         figures["awaiting_input"] = waiting_for_input(pids, (lambda: fd_target(root, 0)) if root else None)
         figures["quiet_seconds"] = quiet_seconds(log_path, started_at, log_stat)
-        figures["stopped"] = bool(root_fields) and root_fields[0] == "T"
+        figures["stopped"] = root_fields is not None and root_fields[0] == "T"
     return figures
 
 
