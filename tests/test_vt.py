@@ -110,6 +110,24 @@ def test_colors_256_and_truecolor():
     assert strip.text.startswith("rRTB")
 
 
+def test_conceal_never_hides_text_from_the_human():
+    # SGR 8 hid text the agent reads (log, search) from the one watching the terminal pane
+    e = VTEngine(2, 30)
+    e.feed(b"before \x1b[1;8;31mHIDDEN\x1b[0m after")
+    st = e.cell_style(7, 0)
+    assert st.bold and st.color.number == 1 and not st.conceal
+    assert e.render_line(0, show_cursor=False).text.startswith("before HIDDEN after")
+
+
+def test_conceal_never_hides_a_log_line():
+    from hermes_procs.tui.log_lines import render_raw_line
+
+    text = render_raw_line(b"before \x1b[8mHIDDEN\x1b[0m \x1b[1;8;31mred\x1b[0m after")
+    assert text.plain == "before HIDDEN red after"
+    assert not any(span.style.conceal for span in text.spans)
+    assert any(span.style.bold and span.style.color.number == 1 for span in text.spans)  # the rest stays
+
+
 def test_wide_chars_rep_and_scroll():
     e = VTEngine(5, 20)
     e.feed("漢字x".encode())

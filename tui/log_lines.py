@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from rich.ansi import AnsiDecoder
-from rich.text import Text
+from rich.style import Style
+from rich.text import Span, Text
 
 from hermes_procs.core.supervisor.text import collapse_cr, safe_marks, strip_ansi
 
@@ -53,6 +54,11 @@ def render_raw_line(raw: bytes) -> Text:
             s = s[:MAX_LINE_CHARS] + f"… [{cut} more characters]"
     s = safe_marks(_collapse(strip_ansi(s, keep_sgr=True)))  # bidi controls shown as \u202e
     text = AnsiDecoder().decode_line(s)
+    text.spans = [span if not (isinstance(span.style, Style) and span.style.conceal)
+                  else Span(span.start, span.end, span.style + _SHOWN) for span in text.spans]
     text.expand_tabs(8)
     text.no_wrap = True
     return text
+
+
+_SHOWN = Style(conceal=False)  # SGR 8 hid text from the human that log, search and the agent see

@@ -82,7 +82,7 @@ def _rich_style(style: BStyle) -> RichStyle:
         blink=style.blink,
         reverse=style.reverse,
         strike=style.strike,
-        conceal=style.conceal,
+        # no conceal (SGR 8): it hid from the human the text log, search and the agent see
         overline=style.overline,
     )
 
