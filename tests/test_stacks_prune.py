@@ -154,5 +154,5 @@ def test_a_stack_job_whose_run_was_pruned_says_so(stacks, home, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (f"hermes-procs: error: No process named kept/idle: its last run, {sid}, was pruned "
-                           "(up kept runs it again)\n")
+                           "(restart kept idle runs it again)\n")
     assert stacks.stacks("kept")[0]["jobs"][0]["message"] == "its last run was pruned"

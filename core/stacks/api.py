@@ -391,7 +391,7 @@ def job_id(home: Path, name: str) -> str:
     sid = str(run["session_id"])
     if not (home / "jobs" / sid).is_dir():
         raise IdError("not_found", f"No process named {name}: its last run, {sid}, was pruned "
-                                   f"(up {stack} runs it again)")
+                                   f"(restart {stack} {job} runs it again)")
     return sid
 
 
