@@ -95,6 +95,8 @@ def up_cmd(
     exits; `down` stops it.
     """
     home, as_json = opts(ctx, home, as_json)
+    if name == "":
+        raise CliError("--name is empty: give the stack a name, or leave --name out for the file's")
     if timeout is not None and not wait:
         raise CliError("--timeout works with --wait: how long to wait for the jobs to be ready")
     _no_host()

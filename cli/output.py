@@ -175,7 +175,8 @@ def status_line(job: JobInfo) -> str:
 _FLAGS = {"max_runtime": "--max-runtime", "quiet_after": "--quiet-after", "watch_patterns": "--watch",
           "rows": "--rows", "cols": "--cols", "yield_ms": "--yield-ms", "port": "--port", "reuse": "--reuse",
           "lease": "--lease", "limit": "--limit", "offset": "--offset", "context": "--context", "grace": "--grace",
-          "timeout": "--timeout", "keep_days": "--keep-days", "keep_count": "--keep-count"}
+          "timeout": "--timeout", "keep_days": "--keep-days", "keep_count": "--keep-count", "since": "--since",
+          "session_id": "ID"}
 
 
 def flag_names(result: dict[str, Any]) -> dict[str, Any]:

@@ -425,6 +425,12 @@ def test_errors_are_one_line_exit_1(cli):
         one_error_line(cli(*args), "--home is empty")
     one_error_line(cli("run", "--cwd", "/etc/passwd", "--", "true"), "is not a directory: /etc/passwd")
     one_error_line(cli("up", "--timeout", "5"), "--timeout works with --wait")
+    one_error_line(cli("up", "--name", ""), "--name is empty")
+    assert one_error_line(cli("log", "")).startswith("hermes-procs: error: ID must be a non-empty string")
+    assert one_error_line(cli("log", cat, "--since", "bogus")).startswith("hermes-procs: error: --since must be")
+    # the first instant there is, east of UTC, is in year 0 there: all of the output, not `year 0 is out of range`
+    earliest = cli("log", cat, "--since", "0001-01-01T00:00:00+14:00", "--json")
+    assert earliest.returncode == 0 and json.loads(earliest.stdout)["since"] == "0001-01-01T00:00:00Z", earliest.stderr
     # --json still prints the API's dict, and the one line on stderr
     res = cli("poll", "proc_000000000000", "--json")
     one_error_line(res)

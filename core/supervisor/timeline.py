@@ -182,7 +182,8 @@ def read_since(jobdir: Path, since: object, limit: int, read_lines: Callable[...
     given by the registry: this room is below it) returns them, plus ``since`` (the cutoff,
     ISO 8601 UTC).  Raises ValueError for a bad ``since`` or a job without an index."""
 
-    when = parse_since(since)
+    # within the years a UTC stamp can show: 0001-01-01T00:00:00+14:00 is in year 0 there
+    when = min(max(parse_since(since), -62135596800.0), 253402300799.0)
     with TimeIndex(jobdir) as times:
         if not times.exists:
             raise ValueError("this job has no output times (it was started by an older hermes-procs)")
@@ -201,7 +202,8 @@ def read_since(jobdir: Path, since: object, limit: int, read_lines: Callable[...
 def _utc(when: float) -> str:
     from datetime import datetime, timezone
 
-    return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = datetime.fromtimestamp(when, timezone.utc)
+    return f"{stamp.year:04d}" + stamp.strftime("-%m-%dT%H:%M:%SZ")  # %Y does not pad a year before 1000
 
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
