@@ -485,6 +485,12 @@ def test_a_read_only_home_gets_one_line_errors_that_name_no_class(cli, read_only
     assert line.startswith("hermes-procs: error: could not delete 1 of 1 job folders (proc_")
     assert line.endswith(": Read-only file system); pruned 0")
     assert len(json.loads(cli("--home", ro, "ls", "--json", check=0).stdout)) == 1  # still there, whole
+    stack = read_only_home.parent / "project"
+    stack.mkdir()
+    (stack / "hermes-procs.toml").write_text('[jobs.web]\ncommand = "sleep 60"\n')
+    # it said `ro/stacks is not a private folder of yours ...: remove it`, of a folder that is not there
+    assert one_error_line(cli("--home", ro, "up", "-f", str(stack))) == \
+        f"hermes-procs: error: cannot create {ro}/stacks: Read-only file system"
 
 
 def test_ls_of_a_home_that_does_not_exist_neither_makes_it_nor_looks_like_jobs_gone(cli, tmp_path):

@@ -56,7 +56,9 @@ def _private(path: Path, create: bool) -> None:
     """Make (for `create`) or check a private folder of ours; StackError naming it otherwise."""
     try:
         ensure_private_dir(path) if create else check_private_dir(path)
-    except ValueError:
+    except ValueError as exc:
+        if not os.path.lexists(path):  # it could not be made (a read-only home): why
+            raise StackError(str(exc)) from None
         raise StackError(f"{path} is not a private folder of yours (a link, another owner's, or writable "
                          "by others): nothing in it is used; remove it") from None
 
