@@ -112,6 +112,27 @@ def test_a_stack_whose_state_cannot_be_read_is_not_taken_for_down(stacks, home, 
     stacks.kill(app, grace=0.2)
 
 
+def test_down_stops_a_job_its_dead_supervisor_started_but_never_wrote_down(stacks, tmp_path):
+    # a supervisor SIGKILLed between starting a job and writing its state: down left it running
+    path = stack_file(tmp_path / "race", """
+        [jobs.a]
+        command = "sleep 300"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    a = jobs_of(stacks, "race")["a"]["session_id"]
+    os.kill(stacks.stacks("race")[0]["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks("race")[0]["supervised"], timeout=10)
+    stray = stacks.spawn("sleep 300", stack="race")["session_id"]  # what it started unrecorded
+    assert stacks.down("race")["state"] == "down"
+    for sid in (a, stray):
+        assert stacks.poll(sid)["status"] == "exited", sid
+    # and through a new supervisor, which does not know it either
+    stacks.up(path, wait=True, timeout=30)
+    stray = stacks.spawn("sleep 300", stack="race")["session_id"]
+    assert stacks.down("race")["state"] == "down"
+    assert stacks.poll(stray)["status"] == "exited"
+
+
 def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_path):
     path = stack_file(tmp_path / "crash", """
         [jobs.crashy]

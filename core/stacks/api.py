@@ -274,6 +274,7 @@ def down(registry: ProcessRegistry, stack: str | None = None, path: str | None =
         with lock:  # no up starting a supervisor while this one stops the jobs itself
             if not supervisor_alive(folder):
                 _down_here(registry, folder)
+                _stop_strays(registry, folder.name)
                 return {**status(folder), "status": "down"}
     post(folder, {"op": "down"})
     deadline = time.monotonic() + timeout
@@ -281,7 +282,16 @@ def down(registry: ProcessRegistry, stack: str | None = None, path: str | None =
         if time.monotonic() > deadline:
             raise StackError(f"stack {folder.name}: its supervisor did not finish stopping in {timeout:g}s")
         time.sleep(0.05)
+    _stop_strays(registry, folder.name)
     return {**status(folder), "status": "down"}
+
+
+def _stop_strays(registry: ProcessRegistry, name: str) -> None:
+    """Kill the stack's jobs that still run though its state does not name them: a supervisor
+    killed between starting a job and writing that down (a later one does not know it)."""
+    for job in registry.list():
+        if isinstance(job, dict) and job.get("stack") == name and job.get("status") == "running":
+            registry.kill(str(job["session_id"]))
 
 
 def _down_here(registry: ProcessRegistry, folder: Path) -> None:
