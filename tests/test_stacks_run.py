@@ -157,6 +157,24 @@ def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_p
     assert gaps[0] >= 0.25 and gaps[1] >= 0.55 and gaps[2] >= 1.1, gaps  # 0.3, 0.6, 1.2 s
 
 
+def test_a_restart_by_hand_gives_the_policy_a_fresh_budget(stacks, tmp_path):
+    # `restart STACK JOB` of a job that gave up ran it once and gave up again at once
+    path = stack_file(tmp_path / "shop", """
+        [jobs.flaky]
+        command = "exit 3"
+        restart = "on-failure"
+        max_restarts = 2
+        backoff = 0.1
+        """)
+    stacks.up(path)
+    wait_until(lambda: jobs_of(stacks, "shop")["flaky"]["state"] == "failed", timeout=30, interval=0.1)
+    assert jobs_of(stacks, "shop")["flaky"]["restarts"] == 2
+    assert stacks.restart_stack("shop", "flaky")["status"] != "error"
+    wait_until(lambda: jobs_of(stacks, "shop")["flaky"]["restarts"] == 5
+               and jobs_of(stacks, "shop")["flaky"]["state"] == "failed", timeout=30, interval=0.1)
+    assert "gave up after 2 restarts" in jobs_of(stacks, "shop")["flaky"]["message"]  # the hand's 1 + 2 more
+
+
 def test_a_crash_loop_with_no_backoff_still_waits_between_starts(stacks, tmp_path):
     # backoff = 0 and backoff_max = 0: a job that exits at once was started 56 times a second
     path = stack_file(tmp_path / "loop", """

@@ -159,8 +159,9 @@ class StackSupervisor:
             run.restarts += 1
         run.crashes = 0
         run.state, run.message, run.why = "waiting", why, why
-        if manual:
+        if manual:  # a restart by hand: the policy's max_restarts counts afresh
             run.extra["manual"] = True
+            run.policy_restarts = 0
         self.log(f"{name}: {why}")
 
     def reload(self) -> None:
