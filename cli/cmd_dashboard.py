@@ -76,6 +76,8 @@ def _check_host() -> None:
 
 
 @app.command("tui")
+@app.command("dashboard", hidden=True)  # the names people try first
+@app.command("dash", hidden=True)
 def tui_cmd(ctx: typer.Context, home: HomeOpt = None) -> None:
     """Open the dashboard (the same as no subcommand)."""
     home, _ = opts(ctx, home)

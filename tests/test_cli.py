@@ -278,6 +278,16 @@ def test_one_word_command_is_used_as_is(cli):
     assert cli("log", sid, check=0).stdout == "a\nB\n"
 
 
+def test_dash_and_dashboard_are_the_dashboard_too(cli):
+    # `hermes-procs dash` was "No such command 'dash'."
+    tui = cli("tui")
+    assert tui.returncode == 1 and "the dashboard needs a terminal" in tui.stderr  # no terminal here
+    for name in ("dash", "dashboard"):
+        got = cli(name)
+        assert (got.returncode, got.stderr) == (tui.returncode, tui.stderr), name
+    assert "│ dash" not in cli("--help").stdout  # hidden: `tui` is the one listed
+
+
 def test_log_takes_tails_n_and_lines_for_limit(cli):
     sid = start(cli, "--", "seq 1 10")
     cli("wait", sid, check=0)
