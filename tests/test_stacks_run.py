@@ -94,15 +94,22 @@ def test_a_long_chain_of_blocked_jobs_keeps_short_messages(stacks, home, tmp_pat
     assert (home / "stacks" / "chain" / "state.json").stat().st_size < 40 * 1000
 
 
-def test_a_stack_whose_state_cannot_be_read_is_not_taken_for_down(stacks, home, tmp_path):
-    path = stack_file(tmp_path / "unread", """
+def _up_then_kill_its_supervisor(stacks, tmp_path, name: str) -> tuple[str, str]:
+    """(the stack file, its one job's session id): a stack of one `sleep 300` job whose
+    supervisor was then SIGKILLed."""
+    path = stack_file(tmp_path / name, """
         [jobs.app]
         command = "sleep 300"
         """)
     stacks.up(path, wait=True, timeout=30)
-    app = jobs_of(stacks, "unread")["app"]["session_id"]
-    os.kill(stacks.stacks("unread")[0]["pid"], signal.SIGKILL)
-    wait_until(lambda: not stacks.stacks("unread")[0]["supervised"], timeout=10)
+    app = jobs_of(stacks, name)["app"]["session_id"]
+    os.kill(stacks.stacks(name)[0]["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks(name)[0]["supervised"], timeout=10)
+    return path, app
+
+
+def test_a_stack_whose_state_cannot_be_read_is_not_taken_for_down(stacks, home, tmp_path):
+    _, app = _up_then_kill_its_supervisor(stacks, tmp_path, "unread")
     (home / "stacks" / "unread" / "state.json").write_text("{not json")
     row = stacks.stacks("unread")[0]
     assert row["state"] == "unknown" and "cannot be read" in row["note"], row
@@ -114,14 +121,7 @@ def test_a_stack_whose_state_cannot_be_read_is_not_taken_for_down(stacks, home, 
 
 def test_down_stops_a_job_its_dead_supervisor_started_but_never_wrote_down(stacks, tmp_path):
     # a supervisor SIGKILLed between starting a job and writing its state: down left it running
-    path = stack_file(tmp_path / "race", """
-        [jobs.a]
-        command = "sleep 300"
-        """)
-    stacks.up(path, wait=True, timeout=30)
-    a = jobs_of(stacks, "race")["a"]["session_id"]
-    os.kill(stacks.stacks("race")[0]["pid"], signal.SIGKILL)
-    wait_until(lambda: not stacks.stacks("race")[0]["supervised"], timeout=10)
+    path, a = _up_then_kill_its_supervisor(stacks, tmp_path, "race")
     stray = stacks.spawn("sleep 300", stack="race")["session_id"]  # what it started unrecorded
     assert stacks.down("race")["state"] == "down"
     for sid in (a, stray):
@@ -155,24 +155,11 @@ def test_on_failure_restarts_with_a_doubling_backoff_then_gives_up(stacks, tmp_p
     starts = [float(stacks.read_log(r["session_id"])["output"].split()[-1]) for r in rows]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert gaps[0] >= 0.25 and gaps[1] >= 0.55 and gaps[2] >= 1.1, gaps  # 0.3, 0.6, 1.2 s
-
-
-def test_a_restart_by_hand_gives_the_policy_a_fresh_budget(stacks, tmp_path):
-    # `restart STACK JOB` of a job that gave up ran it once and gave up again at once
-    path = stack_file(tmp_path / "shop", """
-        [jobs.flaky]
-        command = "exit 3"
-        restart = "on-failure"
-        max_restarts = 2
-        backoff = 0.1
-        """)
-    stacks.up(path)
-    wait_until(lambda: jobs_of(stacks, "shop")["flaky"]["state"] == "failed", timeout=30, interval=0.1)
-    assert jobs_of(stacks, "shop")["flaky"]["restarts"] == 2
-    assert stacks.restart_stack("shop", "flaky")["status"] != "error"
-    wait_until(lambda: jobs_of(stacks, "shop")["flaky"]["restarts"] == 5
-               and jobs_of(stacks, "shop")["flaky"]["state"] == "failed", timeout=30, interval=0.1)
-    assert "gave up after 2 restarts" in jobs_of(stacks, "shop")["flaky"]["message"]  # the hand's 1 + 2 more
+    # a restart by hand gives the policy a fresh budget (it ran once and gave up again at once)
+    assert stacks.restart_stack("crash", "crashy")["status"] != "error"
+    wait_until(lambda: jobs_of(stacks, "crash")["crashy"]["restarts"] == 7
+               and jobs_of(stacks, "crash")["crashy"]["state"] == "failed", timeout=30, interval=0.1)
+    assert "gave up after 3 restarts" in jobs_of(stacks, "crash")["crashy"]["message"]  # the hand's 1 + 3 more
 
 
 def test_a_crash_loop_with_no_backoff_still_waits_between_starts(stacks, tmp_path):
