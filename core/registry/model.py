@@ -20,6 +20,8 @@ import time
 from enum import Enum
 from typing import Any, NamedTuple
 
+from ..supervisor.bounds import EARLIEST, LATEST
+
 __all__ = ["SENDABLE_SIGNALS", "JobInfo", "Outcome", "Signal", "Status", "parse_time", "shell_exit_code"]
 
 
@@ -122,10 +124,6 @@ def shell_exit_code(exit_code: object) -> int:
     if isinstance(exit_code, bool) or not isinstance(exit_code, int):
         return 1
     return 128 - exit_code if exit_code < 0 else exit_code & 0xFF
-
-
-EARLIEST = -62135596800.0  # 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the instants an
-LATEST = 253402300799.0  # ISO 8601 time can show (and time.localtime can take)
 
 
 def parse_time(value: object, default: float = 0.0) -> float:

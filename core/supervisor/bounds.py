@@ -14,6 +14,8 @@ import math
 
 MAX_SECONDS = 366 * 86400.0  # a year: the longest max_runtime, kill grace or wait taken
 MAX_TERMINAL = 1000  # rows and columns of a PTY (a screen of 1000 x 1000 is ~1 MiB of text)
+EARLIEST = -62135596800.0  # 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the instants an
+LATEST = 253402300799.0  # ISO 8601 time can show (and time.localtime can take)
 
 
 class BadNumber(ValueError):

@@ -16,12 +16,17 @@ loaded whole.
 :func:`parse_since` turns the API's ``since=`` (seconds ago, a duration like ``"5m"`` or
 ``"1h30m"``, or an ISO 8601 time) into an epoch time.
 
-Stdlib only, no package imports: the supervisor imports this module by its plain name.
+Stdlib and bounds.py only: the supervisor imports this module by its plain name.
 """
 
 from __future__ import annotations
 
 import os
+
+try:
+    from .bounds import EARLIEST, LATEST
+except ImportError:  # the supervisor imports us as a top-level module next to bounds.py
+    from bounds import EARLIEST, LATEST
 
 TYPE_CHECKING = False  # a type checker takes it as true; the supervisor does not load typing
 if TYPE_CHECKING:
@@ -183,7 +188,7 @@ def read_since(jobdir: Path, since: object, limit: int, read_lines: Callable[...
     ISO 8601 UTC).  Raises ValueError for a bad ``since`` or a job without an index."""
 
     # within the years a UTC stamp can show: 0001-01-01T00:00:00+14:00 is in year 0 there
-    when = min(max(parse_since(since), -62135596800.0), 253402300799.0)
+    when = min(max(parse_since(since), EARLIEST), LATEST)
     with TimeIndex(jobdir) as times:
         if not times.exists:
             raise ValueError("this job has no output times (it was started by an older hermes-procs)")
