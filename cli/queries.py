@@ -30,6 +30,7 @@ WAIT_CHUNK = 60.0  # seconds per registry.wait call (the API clamps long waits)
 def ls(home: Optional[str], as_json: bool, *, show_all: bool = False, task: Optional[str] = None,
        session_key: Optional[str] = None, stack: Optional[str] = None) -> int:
     """`ls`: the jobs, newest first (the table, or the API's list with --json)."""
+    _not_empty(task=task, session_key=session_key, stack=stack)
     missing = missing_home(home)
     if missing:  # a typo in --home looked like every job gone, and made the folder
         warn(f"no state home at {missing}: no job has run there (created by the first run)")
@@ -44,6 +45,14 @@ def ls(home: Optional[str], as_json: bool, *, show_all: bool = False, task: Opti
             raise CliError(known["error"])
     emit(result, as_json, lambda rows: jobs_text(rows, show_all, sys.stdout.isatty()))
     return 0
+
+
+def _not_empty(**filters: Optional[str]) -> None:
+    """A filter given as "" (an unset variable in a script) is an error, not "no task"."""
+    for name, value in filters.items():
+        if value == "":
+            flag, what = "--" + name.replace("_", "-"), name.replace("_", " ")
+            raise CliError(f"{flag} is empty: give a {what}, or leave {flag} out for every job")
 
 
 def poll(home: Optional[str], session_id: str, as_json: bool) -> int:
@@ -191,6 +200,7 @@ def search(home: Optional[str], words: list[str], as_json: bool, *, context: int
     if len(words) > 2:
         raise CliError("search takes [ID] PATTERN (quote a pattern with spaces)")
     session_id, pattern = (None, words[0]) if len(words) == 1 else words
+    _not_empty(task=task)
     result = existing_registry(home).search(session_id, pattern, context=context, limit=limit, task_id=task)
     emit(result, as_json, lambda r: _matches_text(r, session_id is None, context))
     return 0

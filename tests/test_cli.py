@@ -436,6 +436,9 @@ def test_errors_are_one_line_exit_1(cli):
     one_error_line(cli("run", "--cwd", "/etc/passwd", "--", "true"), "is not a directory: /etc/passwd")
     one_error_line(cli("up", "--timeout", "5"), "--timeout works with --wait")
     one_error_line(cli("up", "--name", ""), "--name is empty")
+    # nor is an empty filter "jobs without one" (it listed every job of a home with no tasks)
+    for args in (("ls", "--task", ""), ("ls", "--session-key", ""), ("ls", "--stack="), ("search", "--task", "", "x")):
+        one_error_line(cli(*args), f"{args[1].rstrip('=')} is empty: give a ")
     assert one_error_line(cli("log", "")).startswith("hermes-procs: error: ID must be a non-empty string")
     assert one_error_line(cli("log", cat, "--since", "bogus")).startswith("hermes-procs: error: --since must be")
     # the first instant there is, east of UTC, is in year 0 there: all of the output, not `year 0 is out of range`
