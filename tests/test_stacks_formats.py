@@ -227,3 +227,18 @@ def test_without_a_file_the_first_known_one_is_read(tmp_path):
     (tmp_path / "mprocs.yaml").unlink()
     with pytest.raises(StackError, match="no stack file in"):
         load_stack(cwd=str(tmp_path))
+
+
+def test_a_folder_or_dangling_link_by_a_stack_files_name_is_said_not_skipped(tmp_path):
+    write(tmp_path, "mprocs.yaml", "procs:\n  m: {shell: 'true'}\n")
+    (tmp_path / "hermes-procs.toml").mkdir()  # it was "no stack file", or silently the next file
+    with pytest.raises(StackError, match=r"hermes-procs.toml is a folder: a stack file must be a regular file"):
+        load_stack(cwd=str(tmp_path))
+    (tmp_path / "hermes-procs.toml").rmdir()
+    (tmp_path / "Procfile").symlink_to(tmp_path / "gone")
+    with pytest.raises(StackError, match=r"Procfile is a link to nothing"):
+        load_stack(cwd=str(tmp_path))
+    (tmp_path / "Procfile").unlink()
+    os.mkfifo(tmp_path / "process-compose.yaml")  # never opened: a fifo would block the read
+    with pytest.raises(StackError, match=r"process-compose.yaml is a special file"):
+        load_stack(cwd=str(tmp_path))

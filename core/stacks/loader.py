@@ -23,7 +23,16 @@ def find_file(folder: str) -> str:
         path = os.path.join(folder, name)
         if os.path.isfile(path):
             return path
+        if os.path.lexists(path):  # a folder or a dangling link by that name is a mistake to say, not to skip
+            raise StackError(f"{path} is {_not_a_file(path)}: a stack file must be a regular file (or give -f FILE)")
     raise StackError(f"no stack file in {folder}: looked for {', '.join(DEFAULT_FILES)} (or give -f FILE)")
+
+
+def _not_a_file(path: str) -> str:
+    """What the thing at `path`, which exists but is no regular file, is, in words."""
+    if os.path.isdir(path):
+        return "a folder"
+    return "a link to nothing" if os.path.islink(path) else "a special file"
 
 
 def loader_for(path: str) -> Loader:
