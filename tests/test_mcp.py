@@ -225,8 +225,15 @@ def test_errors_are_flagged(tmp_path):
         unknown = await c.call("process_nope")
         assert unknown.is_error and unknown.structured_content["error"].startswith(
             "unknown tool 'process_nope': the tools are process_exec, process_start, process_list")
-        two = await c.call("process_write", pid="x")
+        two = await c.call("process_write")
         assert two.structured_content["error"] == "process_write: data is required; session_id is required"
+        # an argument the tool has not (a misspelling): named, not dropped for the default
+        misspelt = await c.call("process_log", session_id="proc_1", limt=3)
+        assert misspelt.is_error and misspelt.structured_content == {
+            "status": "error", "error": "process_log: unknown argument 'limt' (did you mean 'limit'?)"}
+        stranger = await c.call("process_poll", session_id="proc_1", pid="x")
+        assert stranger.structured_content["error"] == \
+            "process_poll: unknown argument 'pid' (the arguments are: host, session_id)"
         assert (await c.ok("process_list")) == {"processes": []}
 
     run(with_client(tmp_path / "home", body))

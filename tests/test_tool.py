@@ -194,6 +194,16 @@ def test_unknown_action_lists_valid_ones(registry):
         assert action in out["error"]
 
 
+def test_an_unknown_argument_is_named_not_dropped(registry):
+    """A misspelt `limt` silently gave the default 200 lines; an unknown name nothing like one."""
+    out = call(registry, action="log", session_id="proc_000000000000", limt=3)
+    assert out == {"status": "error", "error": "unknown argument 'limt' (did you mean 'limit'?)"}
+    out = call(registry, action="list", **{"\x1b]0;x\x07" + "z" * 200: 1})
+    assert out["error"].startswith("unknown argument '\\x1b]0;x\\x07zzz")
+    assert "the arguments are: action, all," in out["error"]
+    assert len(out["error"]) < 600 and "\x1b" not in out["error"]
+
+
 def test_never_raises_on_garbage(registry):
     for args in (None, 5, "not json", "[]", ["action"], {"action": "start", "command": "\0"}):
         out = json.loads(handle_process(args, registry=registry))

@@ -32,7 +32,7 @@ from pydantic import BeforeValidator, Field, ValidationError
 from ..registry.version import version
 from ..supervisor.text import encodable, safe_json
 from .mcp_stdin import mend_stdin
-from .tool import run_action
+from .tool import run_action, unknown_argument
 
 if TYPE_CHECKING:
     from ..registry.process_registry import ProcessRegistry
@@ -148,14 +148,18 @@ def build_server(home: str | None = None, registry: ProcessRegistry | None = Non
 
 
 class _Server(MCPServer):
-    """The SDK's server, but an unknown tool and arguments its input schema refuses (a missing
-    session_id, a negative offset) get the one-line error dict every other error gets, not the
+    """The SDK's server, but an unknown tool, an unknown argument and arguments its input schema
+    refuses (a missing session_id, a negative offset) get the one-line error dict every other error gets, not the
     SDK's text or pydantic's multi-line report with a link to its docs."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if name not in TOOL_NAMES:
             return _result({"status": "error", "error": f"unknown tool {name[:80]!r}: the tools are "
                                                         f"{', '.join(TOOL_NAMES)}"})
+        known = (self._tool_input_schema(name) or {}).get("properties", {})
+        unknown = [str(key) for key in arguments or {} if key not in known]
+        if unknown:  # the SDK drops them: a misspelt `limt` would silently be the default
+            return _result({"status": "error", "error": f"{name}: {unknown_argument(unknown[0], known)}"})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

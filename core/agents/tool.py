@@ -33,7 +33,7 @@ from ..supervisor.text import one_line, safe_json
 if TYPE_CHECKING:
     from ..registry.process_registry import ProcessRegistry
 
-__all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action"]
+__all__ = ["ACTIONS", "PROCESS_TOOL_SCHEMA", "default_registry", "handle_process", "run_action", "unknown_argument"]
 
 # characters of lines in one log or search answer: a model's context, and many MCP clients,
 # take far less than the API's 1 MiB (the answer says where the rest is)
@@ -413,6 +413,7 @@ def _dispatch(args: Any, registry: ProcessRegistry | None, task_id: str | None) 
     """Check the call's shape and action, pick the registry (``host``), run the action's handler."""
     args = _parse_args(args)
     action = _action(args)
+    _refuse_unknown(args, PROCESS_TOOL_SCHEMA["parameters"]["properties"])
     if task_id is not None and not isinstance(task_id, str):
         task_id = str(task_id)
     reg = registry if registry is not None else default_registry()
@@ -432,6 +433,22 @@ def _parse_args(args: Any) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise _ArgError(f"arguments must be an object with an 'action', not {_describe(args)}")
     return args
+
+
+def _refuse_unknown(args: dict[str, Any], known: dict[str, Any]) -> None:
+    """A misspelt argument (``limt``) is an error naming it, not a default silently used."""
+    unknown = [str(name) for name in args if name not in known]
+    if unknown:
+        raise _ArgError(unknown_argument(unknown[0], known))
+
+
+def unknown_argument(name: str, known: Any) -> str:
+    """``unknown argument 'limt' (did you mean 'limit'?)``, or the list of arguments there are."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"the arguments are: {', '.join(sorted(known))}"
+    return f"unknown argument {name[:80]!r} ({hint})"
 
 
 def _action(args: dict[str, Any]) -> str:
