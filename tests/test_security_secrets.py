@@ -112,6 +112,20 @@ def test_command_line_and_config_credentials_are_masked(text, secret):
     assert redact(out) == out
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("mysql -phunter2; echo ok", "mysql -p***; echo ok"),
+    ("mysql -uroot -phunter2 && ls", "mysql -uroot -p*** && ls"),
+    ("(mysql -phunter2)", "(mysql -p***)"),
+    ("docker login -p hunter2; docker push x", "docker login -p ***; docker push x"),
+    ("curl -u bob:hunter2 || true", "curl -u bob:*** || true"),
+    ("sshpass -p hunter2; ssh h", "sshpass -p ***; ssh h"),
+    ("mysql -phun;ter2 x", "mysql -p*** x"),  # inside the value: not a shell word's end, all masked
+])
+def test_the_shell_operator_after_a_masked_value_is_kept(text, expected):
+    """`-pPW;` was `-p***` and the command read as if the next one were its argument."""
+    assert redact(text) == expected
+
+
 @pytest.mark.parametrize("text", [
     "docker run -u 1000:1000 image", "git log 0123456789abcdef0123456789abcdef01234567",
     "ssh -p 2222 host", "PWD=/home/me OLDPWD=/tmp", "Password is required\n", "pip install -U pkg",

@@ -354,6 +354,15 @@ def _describes(m: re.Match[str]) -> bool:
     return gap != sep or sep[:-1] != sep[:-1].rstrip(" \t")  # a spaced "="
 
 
+def _before_shell_operator(text: str, start: int, end: int) -> int:
+    """The end of a value taken up to a blank (``mysql -pPW; next``, ``-pPW && next``) without
+    the `;`, `&&`, `|` or `)` that ends the shell word when a blank or the end follows them."""
+    if end < len(text) and not text[end].isspace():
+        return end
+    kept = len(text[start:end].rstrip(";&|)"))
+    return start + kept if kept else end
+
+
 def _mask_values(text: str) -> str:
     """Replace the value spans found in a lower-cased copy of `text` (overlaps: the first wins)."""
     spans = sorted(_value_spans(_lower(text)))
@@ -363,6 +372,7 @@ def _mask_values(text: str) -> str:
     for start, end in spans:
         if start < pos:
             continue
+        end = _before_shell_operator(text, start, end)
         out += [text[pos:start], _hint(text[start:end])]
         pos = end
     out.append(text[pos:])
