@@ -15,7 +15,7 @@ from conftest import wait_until
 
 from hermes_procs.core.agents import compat_output, compat_stock
 from hermes_procs.core.agents.compat_adopt import stock_entries
-from hermes_procs.core.agents.compat_secrets import SecretValues
+from hermes_procs.core.agents.secret_values import SecretValues
 
 pytestmark = pytest.mark.usefixtures("login_shell_home")  # the jobs run in a login shell
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import wait_until
 
+from hermes_procs.core.agents.events_stream import iter_events
 from hermes_procs.core.agents.tool import run_action
 from hermes_procs.core.registry import envsafe, secretwords
 from hermes_procs.core.registry import redact as redact_mod
@@ -151,3 +153,26 @@ def test_command_field_of_start_list_and_poll_is_masked(registry):
     for text in [started["command"], polled["command"], *[r["command"] for r in rows]]:
         assert "hunter2" not in text and "hunter3" not in text and "-p***" in text, text
     assert rows, listed
+
+
+def test_a_stack_jobs_secret_printed_bare_is_masked_for_agents(registry, tmp_path):
+    """A stack file's env and env_file give a job its password; the job prints it bare (no
+    NAME= before it, no token shape): the agent's answers about the job mask it, the user's raw
+    log keeps it."""
+    (tmp_path / ".env").write_text("API_TOKEN=Mellon5peak\n")
+    (tmp_path / "hermes-procs.toml").write_text(
+        '[jobs.api]\ncommand = "echo $DB_PASSWORD; echo [$API_TOKEN]; echo $PORT_LABEL; sleep 30"\n'
+        'env = { DB_PASSWORD = "Hunter2Horse", PORT_LABEL = "plainvalue" }\nenv_file = ".env"\n')
+    up = run_action({"action": "up", "cwd": str(tmp_path), "wait_ready": True}, registry)
+    sid = up["jobs"][0]["session_id"]
+    assert wait_until(lambda: "plainvalue" in registry.read_log(sid)["output"], timeout=10)
+    answers = [run_action({"action": "log", "session_id": sid}, registry)["output"],
+               run_action({"action": "poll", "session_id": sid}, registry)["output_preview"],
+               *(m["line"] for m in run_action({"action": "search", "pattern": "e"}, registry)["matches"])]
+    for text in answers:
+        assert "Hunter2Horse" not in text and "Mellon5peak" not in text, text
+    assert answers[0] == "***\n[***]\nplainvalue"  # a variable not named as a secret is kept
+    events = [e for e in iter_events(registry, "t") if e.get("session_id") == sid]
+    assert events and "Hunter2Horse" not in repr(events)
+    assert "Hunter2Horse" in registry.read_log(sid)["output"]  # the user's API is not masked
+    run_action({"action": "down", "stack": up["stack"]}, registry)

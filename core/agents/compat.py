@@ -21,7 +21,7 @@ adapter that is gone, and those stock Hermes recorded in ``processes.json``) or 
 registry it replaced; ``kill_all``, ``list_sessions`` and the ``has_active_*`` queries see only
 those, so an agent's ``/stop`` never kills the human's dev server. Calls that name a job take any
 job of the home. Results are masked for secrets (core/registry/redact.py, and the values of the
-secret-named variables a job was given: core/agents/compat_secrets.py); ``redact=False`` or
+secret-named variables a job was given: core/agents/secret_values.py); ``redact=False`` or
 ``HERMES_PROCS_REDACT=0`` turns that off.
 """
 
@@ -51,8 +51,8 @@ from . import compat_stock as stock
 from .compat_adopt import adopt, stock_entries
 from .compat_events import Notifications
 from .compat_output import OutputFollower
-from .compat_secrets import SecretValues
 from .compat_session import PERSISTED, ROUTE_KEYS, ProcessSession, format_process_notification
+from .secret_values import SecretValues
 from .tool import ANSWER_CHARS
 
 if TYPE_CHECKING:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..registry.events import EVENT_TYPES, MORE
 from ..registry.redact import redact_obj
+from .secret_values import mask_job_secrets
 
 if TYPE_CHECKING:
     from ..registry.interface import Registry
@@ -77,7 +78,7 @@ def _follow(registry: Registry, consumer: str, follow: bool, wanted: set[str] | 
                     yield batch
                     return
                 more = bool(batch) and batch[-1].get("type") == MORE
-                yield from (redact_obj(event) for event in batch
+                yield from (mask_job_secrets(redact_obj(event), registry) for event in batch
                             if event.get("type") != MORE and (wanted is None or event.get("type") in wanted))
         if not follow or _stopped_while_waiting(watch, stop, interval):
             return

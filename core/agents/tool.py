@@ -8,8 +8,10 @@
 
 ``handle_process(args, registry=None, task_id=None) -> str`` returns a JSON string holding the
 same dicts as the Python API (``list`` returns ``{"processes": [...]}``), with secrets masked
-(see :mod:`hermes_procs.core.registry.redact`). It never raises: a missing or wrong-typed argument, an
-unknown action or an internal failure all come back as ``{"status": "error", "error": ...}``.
+(see :mod:`hermes_procs.core.registry.redact`), and the values of the secret-named variables
+given to the jobs it names masked, also printed bare (:mod:`.secret_values`). It never raises:
+a missing or wrong-typed argument, an unknown action or an internal failure all come back as
+``{"status": "error", "error": ...}``.
 
 ``registry=None`` uses one module-level ``ProcessRegistry()`` created on first use (state home
 from ``$HERMES_PROCS_HOME`` and friends). With ``task_id``, ``start`` records the task and
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..registry.paths import HomeError
 from ..registry.redact import redact_obj
 from ..supervisor.text import one_line, safe_json
+from .secret_values import mask_job_secrets
 
 if TYPE_CHECKING:
     from ..registry.process_registry import ProcessRegistry
@@ -420,7 +423,7 @@ def _dispatch(args: Any, registry: ProcessRegistry | None, task_id: str | None) 
     host = _get(args, "host", str)
     if host:
         reg = _host_registry(host)
-    return _HANDLERS[action](reg, args, task_id)
+    return mask_job_secrets(_HANDLERS[action](reg, args, task_id), reg)
 
 
 def _parse_args(args: Any) -> dict[str, Any]:

@@ -1,0 +1,141 @@
+"""The values of secret-named variables a job was given, masked wherever an agent reads them.
+
+A job gets the variables it needs: a database password from a stack file's `env` or `env_file`,
+a deploy token from a tool call's `env`, everything stock Hermes passes its jobs. The agent should
+not read them back. Besides the masking of core/registry/redact.py (``NAME=value``, token shapes),
+the agent faces mask these values wherever they appear in their answers, also printed bare
+(``echo $MY_DB_PASSWORD``): the Hermes adapter the values of the environments it built
+(:class:`SecretValues`), the tool and the MCP server those of the jobs an answer is about, read
+from each job's meta.json (:func:`mask_job_secrets`). Values shorter than 6 characters, numbers
+and words such as ``true`` are left alone: masking them would eat ordinary text.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..registry.paths import read_json
+from ..registry.redact import MASK, redaction_enabled
+from ..registry.secretwords import is_secret_name
+
+if TYPE_CHECKING:
+    from ..registry.interface import Registry
+
+__all__ = ["SecretValues", "mask_job_secrets"]
+
+MIN_LENGTH = 6
+MAX_VALUES = 256  # a pattern of at most this many alternatives (the first ones kept)
+MAX_JOBS = 4096  # jobs whose values are kept between calls (an id's env never changes)
+_PLAIN = frozenset({"true", "false", "none", "null", "enabled", "disabled"})
+_ID_RE = re.compile(r"proc_[0-9a-f]{12}")
+
+
+def _maskable(value: str) -> bool:
+    return (MIN_LENGTH <= len(value) <= 4096 and not value.isdigit() and value.lower() not in _PLAIN
+            and "\n" not in value and value.strip() == value)
+
+
+def secret_values(environ: Mapping[str, Any]) -> set[str]:
+    """The values worth masking of the secret-named variables of `environ`."""
+    return {v for k, v in environ.items() if isinstance(v, str) and is_secret_name(str(k)) and _maskable(v)}
+
+
+def _pattern(values: Iterable[str]) -> re.Pattern[str]:
+    # longest first: a value that contains another is masked whole
+    alternatives = sorted(values, key=len, reverse=True)[:MAX_VALUES]
+    return re.compile("|".join(re.escape(v) for v in alternatives))
+
+
+class SecretValues:
+    """The secret values seen so far, and one pattern that finds any of them."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self._lock = threading.Lock()
+
+    def add_from(self, environ: Mapping[str, str]) -> None:
+        """Remember the values of the secret-named variables of `environ`."""
+        new = secret_values(environ) - self._values
+        if not new or len(self._values) >= MAX_VALUES:
+            return
+        with self._lock:
+            self._values |= set(sorted(new)[: MAX_VALUES - len(self._values)])
+            self._pattern = _pattern(self._values)
+
+    def mask(self, obj: Any) -> Any:
+        """`obj` with every known value inside its strings (dicts, lists, tuples) replaced by ``***``."""
+        pattern = self._pattern
+        if pattern is None or not redaction_enabled():
+            return obj
+        return _walk(obj, pattern)
+
+
+# ---------------------------------------------------------------------------------------------
+# the values of the jobs an answer is about
+# ---------------------------------------------------------------------------------------------
+_job_values: dict[tuple[str, str], frozenset[str]] = {}
+_job_lock = threading.Lock()
+
+
+def mask_job_secrets(result: dict[str, Any], registry: Registry) -> dict[str, Any]:
+    """`result` with the secret values given to the jobs it names (each ``session_id`` in it)
+    masked. A remote host's jobs keep their meta there: masked by name and shape only."""
+    if getattr(registry, "remote", False) or not redaction_enabled():
+        return result
+    values: set[str] = set()
+    for session_id in _session_ids(result):
+        values |= _values_of(registry, session_id)
+    return _walk(result, _pattern(values)) if values else result
+
+
+def _session_ids(obj: Any, depth: int = 0) -> set[str]:
+    """Every job id an answer names: its own, its rows' (list, search, up), two levels down."""
+    found: set[str] = set()
+    if isinstance(obj, dict):
+        sid = obj.get("session_id")
+        if isinstance(sid, str) and _ID_RE.fullmatch(sid):
+            found.add(sid)
+        children: Iterable[Any] = obj.values()
+    elif isinstance(obj, list):
+        children = obj
+    else:
+        return found
+    if depth < 3:
+        for child in children:
+            if isinstance(child, (dict, list)):
+                found |= _session_ids(child, depth + 1)
+    return found
+
+
+def _values_of(registry: Registry, session_id: str) -> frozenset[str]:
+    key = (str(registry.home), session_id)
+    values = _job_values.get(key)
+    if values is None:
+        try:
+            meta = read_json(Path(registry.home) / "jobs" / session_id / "meta.json") or {}
+        except (OSError, ValueError):
+            meta = {}
+        env = meta.get("env")
+        values = frozenset(secret_values(env) if isinstance(env, dict) else ())
+        with _job_lock:
+            if len(_job_values) >= MAX_JOBS:
+                _job_values.clear()
+            _job_values[key] = values
+    return values
+
+
+def _walk(obj: Any, pattern: re.Pattern[str]) -> Any:
+    if isinstance(obj, str):
+        return pattern.sub(MASK, obj) if obj else obj
+    if isinstance(obj, dict):
+        return {k: _walk(v, pattern) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_walk(v, pattern) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_walk(v, pattern) for v in obj)
+    return obj
