@@ -176,3 +176,28 @@ def test_a_stack_jobs_secret_printed_bare_is_masked_for_agents(registry, tmp_pat
     assert events and "Hunter2Horse" not in repr(events)
     assert "Hunter2Horse" in registry.read_log(sid)["output"]  # the user's API is not masked
     run_action({"action": "down", "stack": up["stack"]}, registry)
+
+
+def test_a_tail_cut_inside_a_jobs_secret_masks_the_rest_of_it(registry):
+    """output_preview is the last 1,000 characters: cut through a password of letters only, its
+    end (`orse`) has no shape to find; the job's own values tell it."""
+    command = 'printf "%s%s" "$DB_PASSWORD" "$(head -c 996 /dev/zero | tr "\\0" y)"; sleep 30'
+    started = run_action({"action": "start", "command": command, "env": {"DB_PASSWORD": "HunterHorse"}}, registry)
+    sid = started["session_id"]
+    assert wait_until(lambda: len(registry.poll(sid)["output_preview"]) == 1000, timeout=10)
+    assert registry.poll(sid)["output_preview"].startswith("orsey")  # the cut is where we want it
+    preview = run_action({"action": "poll", "session_id": sid}, registry)["output_preview"]
+    assert preview == "***" + "y" * 996
+
+
+def test_a_cut_head_is_masked_also_when_a_jobs_secret_is_in_the_tail(registry):
+    """The job's values are masked after the shapes: masking them first changed the tail's
+    length, by which the cut of a token (`q1w2...`) is told, and its head showed."""
+    command = ('printf "zzq1w2e3r4t5y6u7i8 %s %s" "$DB_PASSWORD" "$(head -c 971 /dev/zero | tr "\\0" y)"; '
+               'sleep 30')
+    sid = run_action({"action": "start", "command": command, "env": {"DB_PASSWORD": "HunterHorse"}},
+                     registry)["session_id"]
+    assert wait_until(lambda: len(registry.poll(sid)["output_preview"]) == 1000, timeout=10)
+    assert registry.poll(sid)["output_preview"].startswith("q1w2e3r4t5y6u7i8 HunterHorse yyy")
+    preview = run_action({"action": "poll", "session_id": sid}, registry)["output_preview"]
+    assert preview == "*** *** " + "y" * 971

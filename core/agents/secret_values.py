@@ -90,7 +90,7 @@ def mask_job_secrets(result: dict[str, Any], registry: Registry) -> dict[str, An
     values: set[str] = set()
     for session_id in _session_ids(result):
         values |= _values_of(registry, session_id)
-    return _walk(result, _pattern(values)) if values else result
+    return _walk(result, _pattern(values), sorted(values)) if values else result
 
 
 def _session_ids(obj: Any, depth: int = 0) -> set[str]:
@@ -129,13 +129,40 @@ def _values_of(registry: Registry, session_id: str) -> frozenset[str]:
     return values
 
 
-def _walk(obj: Any, pattern: re.Pattern[str]) -> Any:
+# tails cut at a fixed length (core/registry/redact.py): they may begin inside a value
+_CUT_KEYS = ("output_preview", "output")
+MIN_CUT = 4  # the shortest piece of a value masked at a cut (fewer letters say too little)
+
+
+def _walk(obj: Any, pattern: re.Pattern[str], values: list[str] | None = None) -> Any:
+    """`obj` with the values masked; with `values`, also the end of one that a tail (the
+    strings under _CUT_KEYS) begins with: the rest of a value the cut went through."""
     if isinstance(obj, str):
         return pattern.sub(MASK, obj) if obj else obj
     if isinstance(obj, dict):
-        return {k: _walk(v, pattern) for k, v in obj.items()}
+        out = {k: _walk(v, pattern, values) for k, v in obj.items()}
+        for key in _CUT_KEYS if values else ():
+            if isinstance(out.get(key), str):
+                out[key] = _mask_cut_head(out[key], values or [])
+        return out
     if isinstance(obj, list):
-        return [_walk(v, pattern) for v in obj]
+        return [_walk(v, pattern, values) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(_walk(v, pattern) for v in obj)
+        return tuple(_walk(v, pattern, values) for v in obj)
     return obj
+
+
+def _mask_cut_head(text: str, values: list[str]) -> str:
+    """`text` with a head that is the last MIN_CUT or more characters of one of `values`
+    masked (the longest such end)."""
+    if not text:
+        return text
+    longest = 0
+    for value in values:
+        start = value.find(text[:1], 1)
+        while 0 < start <= len(value) - MIN_CUT:
+            if len(value) - start > longest and text.startswith(value[start:]):
+                longest = len(value) - start
+                break
+            start = value.find(text[:1], start + 1)
+    return MASK + text[longest:] if longest else text

@@ -390,15 +390,16 @@ def _session_id(args: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 def run_action(args: Any, registry: ProcessRegistry | None = None, task_id: str | None = None) -> dict[str, Any]:
     """Perform one tool call and return its result dict (redacted). Never raises."""
+    reg = None
     try:
-        result = _dispatch(args, registry, task_id)
+        reg, result = _dispatch(args, registry, task_id)
     except (_ArgError, HomeError) as exc:  # bad arguments, or a state home that is unsafe to use
         result = {"status": "error", "error": one_line(str(exc))}
     except Exception as exc:  # noqa: BLE001 - the tool must never raise into the agent loop
         result = {"status": "error", "error": one_line(f"internal error: {type(exc).__name__}: {exc}")}
     try:
-        masked: dict[str, Any] = redact_obj(result)
-        return masked
+        masked: dict[str, Any] = redact_obj(result)  # first: it tells a cut tail by its length
+        return masked if reg is None else mask_job_secrets(masked, reg)
     except Exception as exc:  # noqa: BLE001
         return {"status": "error", "error": f"internal error while masking secrets: {type(exc).__name__}"}
 
@@ -412,7 +413,8 @@ def handle_process(args: Any, registry: ProcessRegistry | None = None, task_id: 
         return json.dumps({"status": "error", "error": f"internal error: unserialisable result ({exc})"})
 
 
-def _dispatch(args: Any, registry: ProcessRegistry | None, task_id: str | None) -> dict[str, Any]:
+def _dispatch(args: Any, registry: ProcessRegistry | None,
+              task_id: str | None) -> tuple[ProcessRegistry, dict[str, Any]]:
     """Check the call's shape and action, pick the registry (``host``), run the action's handler."""
     args = _parse_args(args)
     action = _action(args)
@@ -423,7 +425,7 @@ def _dispatch(args: Any, registry: ProcessRegistry | None, task_id: str | None) 
     host = _get(args, "host", str)
     if host:
         reg = _host_registry(host)
-    return mask_job_secrets(_HANDLERS[action](reg, args, task_id), reg)
+    return reg, _HANDLERS[action](reg, args, task_id)
 
 
 def _parse_args(args: Any) -> dict[str, Any]:
