@@ -197,6 +197,28 @@ procs:
     assert spec.warnings == ["mprocs.yaml: procs.no.stop: not supported, ignored"]
 
 
+def test_a_yaml_value_reaches_the_job_as_it_was_written(tmp_path):
+    """YAML 1.1 made 18.10 "18.1", 12:30 "750" (minutes) and a date a repr in an error; 1.2's
+    core schema, which process-compose and mprocs read, keeps them text."""
+    values = "{V: 18.10, T: 12:30, E: 1e3, D: 2024-01-02, H: 0x1F, P: 8000, B: true, O: off, Z: 017}"
+    compose = load_stack(write(tmp_path, "process-compose.yaml",
+                               f"processes:\n  a: {{command: x, environment: {values}}}\n"))
+    mprocs = load_stack(write(tmp_path, "mprocs.yaml", f"procs:\n  a: {{shell: x, env: {values}}}\n"))
+    written = {"V": "18.10", "T": "12:30", "E": "1e3", "D": "2024-01-02", "H": "0x1F", "P": "8000", "B": "true",
+               "O": "off", "Z": "017"}
+    assert compose.jobs["a"].env == written and mprocs.jobs["a"].env == written
+
+
+def test_a_toml_float_in_env_is_refused_not_rewritten(tmp_path):
+    """TOML keeps no text for a float: `V = 3.10` reached the job as 3.1."""
+    with pytest.raises(StackError) as caught:
+        load_stack(write(tmp_path, "hermes-procs.toml", '[jobs.a]\ncommand = "x"\nenv = { N = 3, V = 3.10 }\n'))
+    assert str(caught.value) == ('hermes-procs.toml: jobs.a.env.V: a TOML float (read as 3.1): quote it (V = "...") '
+                                 "so that the job gets the text as written")
+    spec = load_stack(write(tmp_path, "hermes-procs.toml", '[jobs.a]\ncommand = "x"\nenv = { N = 3, V = "3.10" }\n'))
+    assert spec.jobs["a"].env == {"N": "3", "V": "3.10"}
+
+
 @pytest.mark.parametrize(("name", "text", "error"), [
     ("process-compose.yaml", "processes: [1, 2\n", "invalid YAML"),
     ("process-compose.yaml", "processes:\n  a: {}\n", "processes.a"),
@@ -207,6 +229,9 @@ procs:
      "processes.a.environment.A: must be a string"),
     ("process-compose.yaml", "processes: " + "[" * 50_000 + "]" * 50_000 + "\n", "nested too deeply"),
     ("mprocs.yaml", "- just a list\n", "mprocs.yaml"),
+    ("process-compose.yaml", "processes:\n  a: {command: sleep 1}\n  a: {command: sleep 2}\n",
+     "process-compose.yaml: invalid YAML: the key 'a' is given twice (line 3, column 3)"),
+    ("mprocs.yaml", "procs:\n  a: {shell: x, env: {A: 1, A: 2}}\n", "the key 'A' is given twice (line 2, column 29)"),
     ("process-compose.yaml",
      "processes:\n  a:\n    command: x\n    readiness_probe:\n      http_get: {path: \"/a\\nb\"}\n",
      "processes.a.readiness_probe.http_get: a URL holds no spaces or control characters"),

@@ -97,7 +97,8 @@ def text_list(data: dict[str, Any], key: str, where: str) -> list[str]:
 
 
 def env_table(value: object, where: str) -> dict[str, str]:
-    """Variables as a table of names to strings (numbers and booleans are written as text)."""
+    """Variables as a table of names to strings (booleans written as text, a number of a YAML
+    file as it was written there; a TOML float is refused: `3.10` would reach the job as 3.1)."""
     data = table(value, where)
     env = {}
     for key, item in data.items():
@@ -105,8 +106,11 @@ def env_table(value: object, where: str) -> dict[str, str]:
             raise StackError(f"{where}: {key!r} is not a variable name")
         if isinstance(item, bool):
             item = "true" if item else "false"
+        if isinstance(item, float) and not hasattr(item, "text"):
+            raise StackError(f"{where}.{key}: a TOML float (read as {item!r}): quote it ({key} = \"...\") "
+                             "so that the job gets the text as written")
         if isinstance(item, (int, float)):
-            item = str(item)
+            item = getattr(item, "text", None) or str(item)
         if not isinstance(item, str) or "\0" in item:
             raise StackError(f"{where}.{key}: must be a string, not {describe(item)}")
         env[key] = item
