@@ -143,6 +143,16 @@ def test_reuse_returns_the_running_job_of_the_name(registry, home):
     assert fresh["reused"] is False and fresh["session_id"] != sid
 
 
+def test_reuse_never_hands_back_a_stacks_job(registry):
+    """A stack's `worker` is `STACK/worker`: `run --name worker --reuse` gave it back (another
+    command, maybe another project's stack)."""
+    stacked = registry.spawn("sleep 30", name="worker", stack="proj")
+    free = registry.spawn("sleep 31", name="worker", reuse=True)
+    assert free["reused"] is False and free["session_id"] != stacked["session_id"]
+    again = registry.spawn("sleep 32", name="worker", reuse=True)
+    assert (again["reused"], again["session_id"]) == (True, free["session_id"])
+
+
 def test_reuse_needs_a_name_and_a_flag(registry):
     assert registry.spawn("sleep 1", reuse=True)["error"].startswith("reuse needs a name")
     assert registry.spawn("sleep 1", name="x", reuse="yes")["error"].startswith("reuse must be true or false")

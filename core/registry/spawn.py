@@ -210,8 +210,10 @@ def _claims(reuse: object, port: object, lease: object, name: str | None) -> dic
 
 
 def _running_named(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    """The newest running job named `name` among list() rows."""
-    return next((row for row in rows if row.get("status") == "running" and row.get("name") == name), None)
+    """The newest running job named `name` among list() rows, not a stack's: its name is
+    `STACK/NAME` (two stacks may each have a `web`, neither of them the caller's)."""
+    return next((row for row in rows if row.get("status") == "running" and row.get("name") == name
+                 and not row.get("stack")), None)
 
 
 @contextlib.contextmanager
