@@ -148,6 +148,13 @@ def test_the_agent_tool_brings_a_stack_up_and_down(registry, tmp_path):
         down_all(registry)
     bad = call(registry, action="up", cwd=str(tmp_path))
     assert bad["status"] == "error" and "no stack file in" in bad["error"]
+    # an unknown stack is an error an agent sees, not an empty list; ephemeral is no lease for a stack
+    assert call(registry, action="list", stack="nosuch") == {"status": "error",
+                                                           "error": "no stack named 'nosuch' (stacks: agentstack)"}
+    lease = call(registry, action="up", cwd=str(folder), ephemeral=True)
+    assert lease == {"status": "error", "error": "ephemeral does not go with up: a stack's jobs outlive the caller; "
+                                                 "down stops them"}
+    assert not any(r["status"] == "running" for r in registry.list())
 
 
 def test_mcp_process_up_and_down(tmp_path):

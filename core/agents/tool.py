@@ -97,7 +97,7 @@ _DESCRIPTION = (
     "number) to the job's process group, or with `pid` (from tree) to that one process only: "
     "e.g. INT to interrupt a stuck test runner's worker, HUP to make a server reload.\n"
     "- A project's dev stack (db, api, web...) from its hermes-procs.toml, Procfile, "
-    "process-compose.yaml or mprocs.yaml: up (in `cwd`, or `path`; wait=true returns once every "
+    "process-compose.yaml or mprocs.yaml: up (in `cwd`, or `path`; wait_ready=true returns once every "
     "job is ready, or says which failed and why) starts its jobs in dependency order and keeps "
     "them (readiness probes, restart policies, file watching) after you are gone; list with "
     "`stack` shows its jobs; restart with `stack` (and `job`) restarts it; down with `stack` "
@@ -536,7 +536,10 @@ def _list(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> di
     if isinstance(rows, dict):  # an error dict
         return rows
     if stack:
-        return {"processes": [r for r in rows if r.get("stack") == stack], "stacks": reg.stacks(stack)}
+        processes, info = [r for r in rows if r.get("stack") == stack], reg.stacks(stack)
+        if not processes and isinstance(info, dict) and info.get("status") == "error":
+            return info  # no stack of that name: an error, not an empty list
+        return {"processes": processes, "stacks": info}
     return {"processes": list(rows)}
 
 
@@ -600,6 +603,8 @@ def _restart(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) ->
 
 
 def _up(reg: ProcessRegistry, args: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    if args.get("ephemeral"):
+        raise _ArgError("ephemeral does not go with up: a stack's jobs outlive the caller; down stops them")
     path, cwd = _get(args, "path", str), _get(args, "cwd", str)
     if path and cwd:
         path = os.path.join(os.path.expanduser(cwd), os.path.expanduser(path))
