@@ -77,6 +77,19 @@ def test_a_probe_that_times_out_blocks_its_dependents_and_says_which(stacks, tmp
     assert state_of(stacks, "slow") == "degraded"
 
 
+def test_up_wait_says_a_blocked_job_once(stacks, tmp_path):
+    path = stack_file(tmp_path / "off", """
+        [jobs.a]
+        command = "sleep 300"
+        autostart = false
+        [jobs.b]
+        command = "sleep 300"
+        depends_on = ["a"]
+        """)
+    result = stacks.up(path, wait=True, timeout=30)
+    assert result["error"] == "stack off: b blocked: a is not started automatically", result
+
+
 def test_a_long_chain_of_blocked_jobs_keeps_short_messages(stacks, home, tmp_path):
     # each job's "blocked:" message held its dependency's: a chain of 200 made a state of 1.5 MB,
     # read as no state at all (the stack shown down, `down` leaving its jobs running)

@@ -249,8 +249,9 @@ def _wait(folder: Path, timeout: float | None) -> dict[str, Any]:
         bad = [j for j in jobs if j["state"] in BAD]
         if bad:
             first = bad[0]
+            message = first["message"].removeprefix(f"{first['state']}: ")  # "blocked: a ..." says it twice
             return {**result, "status": "error",
-                    "error": f"stack {folder.name}: {first['name']} {first['state']}: {first['message']}"}
+                    "error": f"stack {folder.name}: {first['name']} {first['state']}: {message}"}
         up_since = (up_since or time.monotonic()) if result["state"] == "up" else None
         if up_since is not None and time.monotonic() - up_since >= SETTLE:
             return result  # up, and not for a moment between two crashes of a job with no probe
