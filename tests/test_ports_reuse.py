@@ -77,6 +77,9 @@ def test_the_port_guard_names_a_job_and_creates_nothing(registry, home):
     out = cli(home, "run", "--port", str(port), "--", "sleep", "1")
     assert out.returncode == 1 and out.stderr == f"hermes-procs: error: {refused['error']}\n"
     assert job_count(registry) == before
+    stacked, port = serve(registry, name="web", stack="st1")  # several stacks may have a web
+    assert registry.spawn("sleep 1", port=port)["error"] == \
+        f"port {port} is in use by job {stacked} (st1/web); nothing was started"
 
 
 def test_a_job_started_with_the_port_holds_it_before_it_listens(registry):

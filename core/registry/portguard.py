@@ -45,7 +45,9 @@ def holder(rows: list[dict[str, Any]], port: int) -> str | None:
 
 
 def _job(row: dict[str, Any]) -> str:
-    name = _short(str(row.get("name") or ""))
+    """`job proc_... (web)`, a stack's `job proc_... (st1/web)`: several stacks may have a web."""
+    name = str(row.get("name") or "")
+    name = _short(f"{row['stack']}/{name}" if name and row.get("stack") else name)
     return f"job {row.get('session_id')}" + (f" ({name})" if name else "")
 
 
