@@ -67,7 +67,8 @@ stop_grace = 2
     ('[jobs.a]\ncommand="x"\nready={http="http://127.0.0.1/a b"}\n', "a URL holds no spaces or control characters"),
     ('[jobs.a]\ncommand="x"\nready={http="http://127.0.0.1/\\u0007"}\n', "a URL holds no spaces or control"),
     ('[jobs.a]\ncommand="x"\ndepends_on={b="healthy"}\n[jobs.b]\ncommand="y"\n', "jobs.a.depends_on.b"),
-    ('[jobs.a]\ncommand="x"\nenv_file="missing.env"\n', "missing.env"),
+    ('[jobs.a]\ncommand="x"\nenv_file="missing.env"\n',
+     "hermes-procs.toml: jobs.a.env_file missing.env: no such file: "),
     ('[jobs.a]\ncommand="x"\nwatch=["src/[z-a].py"]\n', "jobs.a.watch: 'src/[z-a].py' is not a glob (invalid"),
     ('[jobs.a]\ncommand="x"\nwatch=["[!]"]\n', "jobs.a.watch: '[!]' is not a glob"),
     ('[jobs.a]\ncommand="x"\nwatch=["/usr/**/*.py"]\n', "'/usr/**/*.py' is an absolute path"),
@@ -222,6 +223,8 @@ def test_a_toml_float_in_env_is_refused_not_rewritten(tmp_path):
 @pytest.mark.parametrize(("name", "text", "error"), [
     ("process-compose.yaml", "processes: [1, 2\n", "invalid YAML"),
     ("process-compose.yaml", "processes:\n  a: {}\n", "processes.a"),
+    ("process-compose.yaml", "processes:\n  web: {comand: sleep 10}\n",
+     "process-compose.yaml: processes.web: needs a command (comand: did you mean command?)"),
     ("process-compose.yaml", "processes:\n  a: {command: x, depends_on: {b: {condition: process_started}}}\n",
      "processes.a.depends_on: no job named 'b' in this stack"),
     ("mprocs.yaml", "procs:\n  a: {shell: 1}\n", "procs.a.shell"),

@@ -18,9 +18,15 @@ def read_regular(path: str, label: str, limit: int) -> bytes:
                 raise StackError(f"{label}: not a regular file")
             data = fh.read(limit + 1)
     except FileNotFoundError:
-        raise StackError(f"no such file: {path}") from None
+        raise StackError(f"{_named(label, path)}no such file: {path}") from None
     except OSError as exc:
-        raise StackError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise StackError(f"{_named(label, path)}cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise StackError(f"{label}: larger than {limit} bytes")
     return data
+
+
+def _named(label: str, path: str) -> str:
+    """`hermes-procs.toml: jobs.api.env_file .env: ` before an error about a file the stack
+    names; nothing for the stack file itself (its path says it)."""
+    return "" if label == os.path.basename(path) else f"{label}: "

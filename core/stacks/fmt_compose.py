@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import schema
-from .model import JobSpec, Probe, StackError, StackSpec, check_graph
+from .model import JobSpec, Probe, StackError, StackSpec, check_graph, closest
 from .yamlfile import ignored, load_yaml
 
 TOP_KEYS = ("version", "processes", "environment")
@@ -62,7 +62,8 @@ def process(name: str, data: dict[str, Any], root: str, where: str, warnings: li
     ignored(data, PROCESS_KEYS, f"{where}.", warnings, NOTES)
     command = schema.text(data, "command", where)
     if not command or not command.strip():
-        raise StackError(f"{where}: needs a command")
+        typo = next((str(key) for key in data if key != "command" and closest(str(key), ("command",))), None)
+        raise StackError(f"{where}: needs a command" + (f" ({typo}: did you mean command?)" if typo else ""))
     job = JobSpec(name=name, command=command, cwd=schema.folder(root, schema.text(data, "working_dir", where),
                                                                 f"{where}.working_dir"),
                   env=environment(data.get("environment"), f"{where}.environment"),
