@@ -61,6 +61,13 @@ app = typer.Typer(
 )
 
 
+def prose(doc: str) -> str:
+    """A docstring for the help screen: each paragraph one line, which rich wraps to the
+    terminal (typer keeps the source's line breaks after the first paragraph: `use `--`` then a
+    line break mid-sentence)."""
+    return "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in doc.split("\n\n"))
+
+
 def _version(value: bool) -> None:
     if value:
         from hermes_procs.core.registry.version import version

@@ -79,6 +79,8 @@ def _run(argv: Optional[list[str]], dashboard: Optional[Dashboard] = None) -> in
 def _typer_app(dashboard: Optional[Dashboard]) -> tuple[Any, Any, Any]:
     """typer, click's exceptions and the app with every command added (imported only here:
     typer costs more than the hot queries' whole answer)."""
+    import inspect
+
     import typer
     from typer._click import exceptions
 
@@ -93,10 +95,12 @@ def _typer_app(dashboard: Optional[Dashboard]) -> tuple[Any, Any, Any]:
         cmd_stack,
         cmd_web,
     )
-    from .app import app
+    from .app import app, prose
 
     cmd_dashboard.plug(dashboard)
     app.registered_commands.sort(key=lambda c: ORDER.index(c.name) if c.name in ORDER else len(ORDER))
+    for command in app.registered_commands:
+        command.help = prose(command.help or inspect.getdoc(command.callback) or "")
     return typer, exceptions, app
 
 

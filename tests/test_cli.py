@@ -3,6 +3,7 @@ against a temporary state home, with real jobs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -367,6 +368,12 @@ def test_help_lists_the_everyday_commands_first_without_type_placeholders(cli, c
         assert "Usage" in text, (command, text)
         assert "<bool>" not in text and "<list" not in text and "<int>" not in text, (command, text)
         usage = next(line for line in text.splitlines() if "Usage:" in line)
+        # a paragraph's lines break where the screen is full, not where the source did (typer kept
+        # those: "use `--`" then a break mid-sentence)
+        prose = [line.strip() for line in text.split("Usage:")[1].split("╭")[0].splitlines()[1:]]
+        width = max(map(len, prose))
+        for here, after in itertools.pairwise(prose):
+            assert not (here and after) or len(here) + 1 + len(after.split()[0]) > width, (command, here, after)
         assert "{" not in usage and "[[" not in usage, (command, usage)  # typer's `{ID} [[DATA]]`
         usages[command] = " ".join(usage.split()[2:])
     assert usages["submit"] == "submit [OPTIONS] ID [DATA]" and usages["kill"] == "kill [OPTIONS] ID..."
