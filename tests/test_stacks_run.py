@@ -418,16 +418,37 @@ def test_a_new_supervisor_takes_over_the_running_jobs_when_the_old_one_died(stac
     os.kill(before["pid"], signal.SIGKILL)
     wait_until(lambda: not stacks.stacks("orphan")[0]["supervised"], timeout=10)
     orphaned = stacks.stacks("orphan")[0]
-    assert orphaned["state"] == "degraded" and "restart orphan takes over" in orphaned["note"], orphaned
+    assert orphaned["state"] == "degraded" and orphaned["note"].endswith(
+        f"(hermes-procs up -f {path} --name orphan takes over the running jobs; restart orphan restarts them)"
+    ), orphaned
     sessions = {j["name"]: j["session_id"] for j in before["jobs"]}
     assert all(stacks.poll(s)["status"] == "running" for s in sessions.values())  # the jobs run on
-    assert stacks.restart_stack("orphan")["status"] == "ok"
+    assert stacks.up(path, name="orphan", wait=True, timeout=30)["status"] == "ok"
     after = stacks.stacks("orphan")[0]
     assert after["supervised"] and after["pid"] != before["pid"]
     assert {j["name"]: j["session_id"] for j in after["jobs"]} == sessions  # taken over, not restarted
     os.kill(stacks.poll(sessions["api"])["pid"], signal.SIGKILL)  # and its policies work again
     wait_until(lambda: jobs_of(stacks, "orphan")["api"]["restarts"] == 1
                and jobs_of(stacks, "orphan")["api"]["state"] == "ready", timeout=20, interval=0.1)
+
+
+def test_restart_after_the_supervisor_died_restarts_the_jobs(stacks, tmp_path):
+    """It took them over as `up` does: the failed job stayed failed, the others kept their runs."""
+    path = stack_file(tmp_path / "crashed", """
+        [jobs.web]
+        command = "sleep 300"
+        [jobs.bad]
+        command = "exit 3"
+        """)
+    stacks.up(path, wait=True, timeout=30)
+    before = {j["name"]: j["session_id"] for j in stacks.stacks("crashed")[0]["jobs"]}
+    wait_until(lambda: jobs_of(stacks, "crashed")["bad"]["state"] == "failed", timeout=10)
+    os.kill(stacks.stacks("crashed")[0]["pid"], signal.SIGKILL)
+    wait_until(lambda: not stacks.stacks("crashed")[0]["supervised"], timeout=10)
+    assert stacks.restart_stack("crashed")["status"] == "ok"
+    wait_until(lambda: all(jobs_of(stacks, "crashed")[n]["session_id"] not in (None, before[n]) for n in before),
+               timeout=20, interval=0.1)
+    assert stacks.poll(before["web"])["status"] == "exited"  # stopped, then started again
 
 
 def test_up_after_the_supervisor_died_applies_the_edited_file(stacks, tmp_path):

@@ -337,7 +337,8 @@ def _name_of_file(home: Path, path: str | None) -> str:
 
 @_safe
 def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> dict[str, Any]:
-    """Restart the whole stack (or one job of it); a stack that is down comes up again."""
+    """Restart the whole stack (or one job of it); a stack that is down comes up again, one
+    whose supervisor died gets a new one, which takes over its jobs and restarts them."""
     home = _local(registry)
     folder = stack_dir(home, stack)
     spec = StackSpec.from_dict(read_spec(folder))
@@ -352,8 +353,8 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
         _until_stopped(folder)
         if not supervisor_alive(folder):
             take_requests(folder)  # left for a supervisor that is gone (a second down): not for this one
-            if job is not None:
-                post_quietly(folder, {"op": "restart", "job": job})
+            if job is not None or status(folder)["state"] != "down":  # the supervisor died: its jobs
+                post_quietly(folder, {"op": "restart", "job": job})  # are taken over, then restarted
             _start_supervisor(home, folder)
             return {**status(folder), "status": "ok"}
     _ask(folder, {"op": "restart", "job": job})  # another client started it meanwhile
@@ -426,6 +427,14 @@ def status(folder: Path) -> dict[str, Any]:
         result["note"] = f"the state of stack {folder.name} cannot be read (hermes-procs ls --stack {folder.name})"
     elif not alive and word != "down":
         result["state"] = "degraded"
-        result["note"] = (f"the supervisor of stack {folder.name} is not running: restarts and probes are paused "
-                          f"(hermes-procs restart {folder.name} takes over the running jobs)")
+        result["note"] = _orphan_note(folder.name, state.get("source"))
     return result
+
+
+def _orphan_note(name: str, source: object) -> str:
+    """What to do about a stack whose supervisor died: `up` takes over, `restart` restarts."""
+    import shlex
+
+    again = f"hermes-procs up -f {shlex.quote(source)} --name {name}" if isinstance(source, str) else "up"
+    return (f"the supervisor of stack {name} is not running: restarts and probes are paused "
+            f"({again} takes over the running jobs; restart {name} restarts them)")
