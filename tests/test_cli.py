@@ -419,7 +419,9 @@ def test_errors_are_one_line_exit_1(cli):
                         ("--lease", "999999999"), ("--reuse", None)):
         value = () if value is None else (value,)
         assert one_error_line(cli("run", flag, *value, "--", "true")).startswith(f"hermes-procs: error: {flag}")
-    assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")).startswith("hermes-procs: error: --yield-ms ")
+    assert one_error_line(cli("exec", "--yield-ms", "-1", "--", "true")) == \
+        "hermes-procs: error: --yield-ms must be a number of milliseconds, 0 or more, not -1"  # as typed, not -1.0
+    assert one_error_line(cli("run", "--max-runtime", "-2.5", "--", "true")).endswith(", not -2.5")
     # wait speaks of --until as typed, not of the API's until='...'
     assert one_error_line(cli("wait", cat, "--until", "port")).endswith("without one: use --until port:N")
     assert one_error_line(cli("write", cat, "x", "--yield-ms", "-1")).startswith("hermes-procs: error: --yield-ms ")

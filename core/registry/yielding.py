@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..supervisor.bounds import BadNumber
+from ..supervisor.bounds import BadNumber, shown
 from ..supervisor.text import last_chars, to_text
 from . import logstore, wait_until
 from .base import _safe
@@ -28,8 +28,7 @@ def yield_seconds(yield_ms: object) -> float:
     """`yield_ms` as seconds: a number of milliseconds, 0 or more (BadNumber otherwise)."""
     if isinstance(yield_ms, bool) or not isinstance(yield_ms, (int, float)) or not math.isfinite(yield_ms) \
             or yield_ms < 0:
-        shown = repr(yield_ms) if len(repr(yield_ms)) <= 40 else repr(yield_ms)[:37] + "..."
-        raise BadNumber(f"yield_ms must be a number of milliseconds, 0 or more, not {shown}")
+        raise BadNumber(f"yield_ms must be a number of milliseconds, 0 or more, not {shown(yield_ms)}")
     return float(yield_ms) / 1000
 
 

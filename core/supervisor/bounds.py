@@ -22,7 +22,11 @@ class BadNumber(ValueError):
     """A numeric input that is not a number, not finite, or out of its range."""
 
 
-def _shown(value: object) -> str:
+def shown(value: object, exact: bool = False) -> str:
+    """A value as an error quotes it, cut to 40 characters; a whole float as the number typed
+    (`-1`, which the CLI's float options pass as -1.0), unless `exact` (where 2.0 is the error)."""
+    if not exact and isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -30,14 +34,14 @@ def _shown(value: object) -> str:
 def seconds(value: object, name: str, *, allow_zero: bool = False, maximum: float = MAX_SECONDS) -> float:
     """A duration in seconds: a real number, finite, > 0 (or >= 0), at most `maximum`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadNumber(f"{name} must be a number of seconds, not {_shown(value)}")
+        raise BadNumber(f"{name} must be a number of seconds, not {shown(value)}")
     try:
         number = float(value)
     except OverflowError:  # an int too big for a float
         number = math.inf
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         least = "0 or more" if allow_zero else "more than 0"
-        raise BadNumber(f"{name} must be a finite number of seconds, {least}, not {_shown(number)}")
+        raise BadNumber(f"{name} must be a finite number of seconds, {least}, not {shown(number)}")
     if number > maximum:
         most = f"a year ({maximum:.0f} seconds)" if maximum == MAX_SECONDS else f"{maximum:g} seconds"
         raise BadNumber(f"{name} must be at most {most}, not {number:g}")
@@ -49,7 +53,7 @@ def whole(value: object, name: str, lowest: int, highest: int | None = None) -> 
     if (isinstance(value, bool) or not isinstance(value, int) or value < lowest
             or (highest is not None and value > highest)):
         span = f"from {lowest} to {highest}" if highest is not None else f">= {lowest}"
-        raise BadNumber(f"{name} must be a whole number {span}, not {_shown(value)}")
+        raise BadNumber(f"{name} must be a whole number {span}, not {shown(value, exact=True)}")
     return value
 
 
