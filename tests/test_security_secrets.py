@@ -201,3 +201,19 @@ def test_a_cut_head_is_masked_also_when_a_jobs_secret_is_in_the_tail(registry):
     assert registry.poll(sid)["output_preview"].startswith("q1w2e3r4t5y6u7i8 HunterHorse yyy")
     preview = run_action({"action": "poll", "session_id": sid}, registry)["output_preview"]
     assert preview == "*** *** " + "y" * 971
+
+
+def test_another_jobs_many_secrets_do_not_push_a_jobs_own_out(registry):
+    """One pattern of the 256 longest values of every job an answer named: a job given 300 long
+    ones unmasked the others in list and search."""
+    victim = run_action({"action": "start", "command": 'echo "marker $DB_PASSWORD"; sleep 30',
+                         "env": {"DB_PASSWORD": "Zx9-correct-battery"}}, registry)["session_id"]
+    decoys = {f"K{i}_PASSWORD": f"decoy-{i:04d}-" + "x" * 80 for i in range(300)}
+    decoy = run_action({"action": "start", "command": "echo marker $K7_PASSWORD; sleep 30", "env": decoys},
+                       registry)["session_id"]
+    assert wait_until(lambda: all("marker" in registry.read_log(s)["output"] for s in (victim, decoy)), timeout=10)
+    answers = [run_action({"action": "search", "pattern": "marker"}, registry),
+               run_action({"action": "list"}, registry)]
+    assert all("Zx9-correct-battery" not in repr(a) and "decoy-0007" not in repr(a) for a in answers), answers
+    lines = {m["session_id"]: m["line"] for m in answers[0]["matches"]}
+    assert lines == {victim: "marker ***", decoy: "marker ***"}

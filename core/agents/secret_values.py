@@ -12,6 +12,7 @@ and words such as ``true`` are left alone: masking them would eat ordinary text.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -44,9 +45,10 @@ def secret_values(environ: Mapping[str, Any]) -> set[str]:
     return {v for k, v in environ.items() if isinstance(v, str) and is_secret_name(str(k)) and _maskable(v)}
 
 
-def _pattern(values: Iterable[str]) -> re.Pattern[str]:
-    # longest first: a value that contains another is masked whole
-    alternatives = sorted(values, key=len, reverse=True)[:MAX_VALUES]
+def _pattern(values: Iterable[str], limit: int | None = None) -> re.Pattern[str]:
+    """One pattern finding any of `values` (the longest `limit` of them), the longest first: a
+    value that contains another is masked whole. Compiled once per set (re's own cache)."""
+    alternatives = sorted(values, key=len, reverse=True)[:limit]
     return re.compile("|".join(re.escape(v) for v in alternatives))
 
 
@@ -65,7 +67,7 @@ class SecretValues:
             return
         with self._lock:
             self._values |= set(sorted(new)[: MAX_VALUES - len(self._values)])
-            self._pattern = _pattern(self._values)
+            self._pattern = _pattern(self._values, MAX_VALUES)
 
     def mask(self, obj: Any) -> Any:
         """`obj` with every known value inside its strings (dicts, lists, tuples) replaced by ``***``."""
@@ -83,33 +85,38 @@ _job_lock = threading.Lock()
 
 
 def mask_job_secrets(result: dict[str, Any], registry: Registry) -> dict[str, Any]:
-    """`result` with the secret values given to the jobs it names (each ``session_id`` in it)
-    masked. A remote host's jobs keep their meta there: masked by name and shape only."""
+    """`result` with the secret values given to each job it names masked where that job's
+    answer is: the whole answer about one job (its ``session_id`` at the top), each row of a
+    list or search answer (the row's ``session_id``), with no cut-off (another job's many
+    values cannot push one out). A job printing another job's secret is not found by this.
+    A remote host's jobs keep their meta there: masked by name and shape only."""
     if getattr(registry, "remote", False) or not redaction_enabled():
         return result
-    values: set[str] = set()
-    for session_id in _session_ids(result):
-        values |= _values_of(registry, session_id)
-    return _walk(result, _pattern(values), sorted(values)) if values else result
+    masked: dict[str, Any] = _mask_rows(result, registry, frozenset(), 0)
+    return masked
 
 
-def _session_ids(obj: Any, depth: int = 0) -> set[str]:
-    """Every job id an answer names: its own, its rows' (list, search, up), two levels down."""
-    found: set[str] = set()
-    if isinstance(obj, dict):
-        sid = obj.get("session_id")
-        if isinstance(sid, str) and _ID_RE.fullmatch(sid):
-            found.add(sid)
-        children: Iterable[Any] = obj.values()
-    elif isinstance(obj, list):
-        children = obj
-    else:
-        return found
-    if depth < 3:
-        for child in children:
-            if isinstance(child, (dict, list)):
-                found |= _session_ids(child, depth + 1)
-    return found
+def _mask_rows(obj: Any, registry: Registry, values: frozenset[str], depth: int) -> Any:
+    """`obj` with `values` and those of the jobs its dicts name (for what is inside them) masked."""
+    if isinstance(obj, list):
+        return [_mask_rows(item, registry, values, depth + 1) for item in obj]
+    if not isinstance(obj, dict):
+        return _walk(obj, _job_pattern(values)) if values and isinstance(obj, str) else obj
+    sid = obj.get("session_id")
+    if isinstance(sid, str) and _ID_RE.fullmatch(sid):
+        values = values | _values_of(registry, sid)
+    if depth >= 4:  # deeper than any row: one pattern for the rest
+        return _walk(obj, _job_pattern(values), sorted(values)) if values else obj
+    out = {k: _mask_rows(v, registry, values, depth + 1) for k, v in obj.items()}
+    for key in _CUT_KEYS if values else ():
+        if isinstance(out.get(key), str):
+            out[key] = _mask_cut_head(out[key], sorted(values))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _job_pattern(values: frozenset[str]) -> re.Pattern[str]:
+    return _pattern(values)
 
 
 def _values_of(registry: Registry, session_id: str) -> frozenset[str]:
