@@ -166,6 +166,8 @@ def test_integer_session_id_coerced(registry):
     ({"action": "start", "command": "true", "watch_patterns": [1, 2]}, "'watch_patterns'"),
     ({"action": "start", "command": "true", "notify_on_complete": 1}, "'notify_on_complete'"),
     ({"action": "start", "command": "true", "env": ["A=1"]}, "'env'"),
+    ({"action": "start", "command": "true", "env": {"PATH": None}}, "argument 'env': 'PATH' is null"),  # was "None"
+    ({"action": "start", "command": "true", "name": "a\0b"}, "name must not contain NUL"),
     ({"action": "log", "session_id": "proc_000000000000", "offset": "x"}, "'offset'"),
     ({"action": "log", "session_id": "proc_000000000000", "limit": 2.5}, "'limit'"),
     ({"action": "wait", "session_id": "proc_000000000000", "timeout": "soon"}, "'timeout'"),

@@ -344,9 +344,14 @@ def _as_list(value: Any) -> tuple[bool, Any]:
 
 
 def _as_dict_of_str(value: Any) -> tuple[bool, Any]:
+    """Names to strings; a number or boolean is written as text (`1`, `true`), a list or table
+    as JSON; a null is refused (PATH=None made every command of the job `not found`)."""
     if not (isinstance(value, dict) and all(isinstance(k, str) for k in value)):
         return False, value
-    return True, {k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+    unset = next((k for k, v in value.items() if v is None), None)
+    if unset is not None:
+        raise _ArgError(f"argument 'env': {unset[:80]!r} is null: give it a string, or leave it out")
+    return True, {k: v if isinstance(v, str) else json.dumps(v) if isinstance(v, (bool, dict, list)) else str(v)
                   for k, v in value.items()}
 
 

@@ -298,6 +298,8 @@ def _check_labels(**labels: object) -> None:
             raise BadInput(f"{what} must be a string, not {type(value).__name__}")
         if isinstance(value, str) and len(value) > MAX_LABEL:
             raise BadInput(f"{what} must be at most {MAX_LABEL} characters, not {len(value)}")
+        if isinstance(value, str) and "\0" in value:
+            raise BadInput(f"{what} must not contain NUL characters")
 
 
 def _check_flags(**flags: object) -> None:
