@@ -3,6 +3,9 @@ subprocess (`python -m hermes_procs mcp --home H`) and real jobs."""
 
 import asyncio
 import json
+import os
+import re
+import select
 import signal
 import sys
 import time
@@ -274,3 +277,32 @@ def test_serve_function_directly(tmp_path):
 
     done = run(main())
     assert done["status"] == "exited" and "direct" in done["output"]
+
+
+def test_the_raw_answer_line_holds_no_c1_or_bidi_control(tmp_path):
+    """The text content was escaped, but the SDK writes `structuredContent` raw in the same line:
+    a client that prints it got U+009B (CSI) and U+202E. Both now escaped on the wire."""
+    from test_security_regex import RawMcp
+
+    home = tmp_path / "home"
+    registry = ProcessRegistry(home=home)
+    hostile = "n\u009b2J\u009d0;pwn\u009c\u202e"
+    sid = registry.spawn("printf 'out \\302\\233 \\342\\200\\256 end\\n'", name=hostile)["session_id"]
+    registry.wait(sid, timeout=10)
+    mcp = RawMcp(home, {})
+    try:
+        mcp.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+                  "params": {"name": "process_poll", "arguments": {"session_id": sid}}})
+        deadline = time.monotonic() + 20
+        while b'"id":99' not in mcp.buffer and time.monotonic() < deadline:
+            if select.select([mcp.proc.stdout], [], [], 1)[0]:
+                mcp.buffer += os.read(mcp.proc.stdout.fileno(), 1 << 20)
+        line = next(raw for raw in mcp.buffer.split(b"\n") if b'"id":99' in raw)
+        text = line.decode()
+        assert not re.search("[\u0080-\u009f\u202a-\u202e\u2066-\u2069]", text), text
+        result = json.loads(line)["result"]
+        assert result["structuredContent"]["name"] == hostile  # escaped on the wire, the same once read
+        assert "\u202e" in result["structuredContent"]["output_preview"]
+    finally:
+        mcp.proc.kill()
+        mcp.proc.wait(10)

@@ -29,6 +29,8 @@ from typing import Any
 
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter
 
+from ..supervisor.text import safe_json_text
+
 DRAIN_TIMEOUT = 60.0  # seconds the requests still running when stdin closes may take
 EXIT_GRACE = 2.0  # seconds the SDK then has to stop on its own (it takes well under 1 s)
 
@@ -117,10 +119,19 @@ def _copy_answers(source: int, client: int, pending: _Pending) -> None:
     try:
         with open(source, "rb", buffering=1 << 16) as lines, open(client, "wb", buffering=0) as out:
             for line in lines:
-                out.write(line)
+                out.write(_escaped(line))
                 pending.note(line, asked=False)
     except OSError:  # the client is gone
         pass
+
+
+def _escaped(line: bytes) -> bytes:
+    """An answer line with C1 and bidi controls (raw in the SDK's `structuredContent`: a client
+    may print the line) escaped as safe_json escapes them in the text content."""
+    if line.isascii():
+        return line
+    text = line.decode("utf-8", "surrogateescape")
+    return safe_json_text(text).encode("utf-8", "surrogateescape")
 
 
 def _flush_answers(answers: threading.Thread) -> None:

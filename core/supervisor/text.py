@@ -325,7 +325,13 @@ def safe_json(value: Any) -> str:
     """``value`` as one JSON document that decodes to exactly ``value`` and holds no character
     a terminal could act on: C0 (by the json module), DEL, C1, bidi controls, U+2028/U+2029 and
     lone surrogates are ``\\uXXXX`` escapes.  Other text stays readable (no ``ensure_ascii``)."""
-    return _unsafe(in_json=True).sub(_json_escape, json.dumps(value, ensure_ascii=False, default=str))
+    return safe_json_text(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def safe_json_text(text: str) -> str:
+    """JSON text another encoder wrote (the MCP SDK's lines) with what :func:`safe_json`
+    escapes escaped: such characters stand only inside its strings, where the escape reads the same."""
+    return _unsafe(in_json=True).sub(_json_escape, text)
 
 
 ERROR_CHARS = 2000  # characters of an error message (it may quote a huge bad value)
