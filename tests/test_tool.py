@@ -282,3 +282,27 @@ def test_log_and_search_answers_fit_a_models_context(registry):
     chars = sum(len(line) for m in found["matches"] for line in [m["line"], *m["before"], *m["after"]])
     assert chars <= tool.ANSWER_CHARS and found["truncated"] and found["total"] == 25, found.get("note")
     assert registry.read_log(sid)["shown_lines"] > page["shown_lines"]  # the API keeps its 1 MiB
+
+
+def test_list_tree_and_screen_answers_are_capped_too(registry, tmp_path):
+    """67 jobs with long names and folders listed in 276,549 characters, a 1000x1000 screen in
+    a million: every answer is at most answer_cap.MAX_ANSWER characters, and says what it cut."""
+    from hermes_procs.core.agents.answer_cap import MAX_ANSWER
+
+    folder = tmp_path / ("d" * 200) / ("e" * 200)
+    folder.mkdir(parents=True)
+    sids = [registry.spawn("true", name=f"{i:03d}" + "n" * 997, cwd=str(folder), task_id="t" * 1000)["session_id"]
+            for i in range(70)]
+    listed = call(registry, action="list")
+    assert len(json.dumps(listed)) <= MAX_ANSWER and 0 < len(listed["processes"]) < 70, len(json.dumps(listed))
+    assert listed["answer_capped"].endswith(f"processes: the first {len(listed['processes'])} of 70")
+    assert listed["processes"][0]["session_id"] == sids[-1]  # the newest kept
+    script = tmp_path / "fill.py"
+    script.write_text('import sys, time\nsys.stdout.write(("A" * 999 + "\\n") * 999)\n'
+                      'sys.stdout.flush()\ntime.sleep(60)\n')
+    sid = registry.spawn(f"{sys.executable} {script}", pty=True, rows=1000, cols=1000)["session_id"]
+    wait_until(lambda: "A" * 999 in registry.screen(sid)["lines"][900], timeout=20)
+    screen = call(registry, action="screen", session_id=sid)
+    assert len(json.dumps(screen)) <= MAX_ANSWER and "lines: the first" in screen["answer_capped"]
+    assert len(call(registry, action="poll", session_id=sid)) > 5  # small answers are left whole
+    assert "answer_capped" not in call(registry, action="poll", session_id=sid)

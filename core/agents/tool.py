@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..registry.paths import HomeError
 from ..registry.redact import redact_obj
 from ..supervisor.text import one_line, safe_json
+from .answer_cap import capped
 from .secret_values import mask_job_secrets
 
 if TYPE_CHECKING:
@@ -394,7 +395,8 @@ def _session_id(args: dict[str, Any]) -> str:
 # dispatch
 # ---------------------------------------------------------------------------------------------
 def run_action(args: Any, registry: ProcessRegistry | None = None, task_id: str | None = None) -> dict[str, Any]:
-    """Perform one tool call and return its result dict (redacted). Never raises."""
+    """Perform one tool call and return its result dict (redacted, at most MAX_ANSWER characters
+    of JSON: answer_cap.py). Never raises."""
     reg = None
     try:
         reg, result = _dispatch(args, registry, task_id)
@@ -404,7 +406,7 @@ def run_action(args: Any, registry: ProcessRegistry | None = None, task_id: str 
         result = {"status": "error", "error": one_line(f"internal error: {type(exc).__name__}: {exc}")}
     try:
         masked: dict[str, Any] = redact_obj(result)  # first: it tells a cut tail by its length
-        return masked if reg is None else mask_job_secrets(masked, reg)
+        return capped(masked if reg is None else mask_job_secrets(masked, reg))
     except Exception as exc:  # noqa: BLE001
         return {"status": "error", "error": f"internal error while masking secrets: {type(exc).__name__}"}
 
