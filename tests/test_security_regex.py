@@ -144,6 +144,18 @@ def test_cli_search_with_a_backtracking_pattern_answers(registry, home):
     assert res.returncode == 0 and res.stdout.strip() == "1:ok", res  # grep -n numbers from 1
 
 
+def test_a_slow_pattern_over_a_long_log_has_one_deadline_for_the_whole_search(registry, home):
+    """Each 1 MiB block had 3 s: `(.+)\\1x` (a back-reference: the worker) at ~1.4 s a MiB kept
+    a CLI busy for 28 s on 20 MB, a thousand blocks of a 1 GB log for tens of minutes."""
+    sid = registry.spawn(f"{sys.executable} -c \"import sys; sys.stdout.write(('x' + 'a' * 120 + '\\\\n') * 35000)\"")[
+        "session_id"]
+    assert registry.wait(sid, timeout=30)["status"] == "exited"
+    res, took = cli(home, "search", sid, r"(.+)\1x", env={"HERMES_PROCS_REGEX_TIMEOUT": "60",
+                                                         "HERMES_PROCS_SEARCH_TIMEOUT": "1"})
+    assert res.returncode == 1 and "took too long (over 1 s for the whole search" in res.stderr, res.stderr
+    assert took < 20, took
+
+
 def test_cli_wait_until_output_with_a_backtracking_pattern(registry, home):
     sid = registry.spawn(f"while true; do printf '{HOSTILE_LINE}\\n'; sleep 0.3; done")["session_id"]
     res, took = cli(home, "wait", sid, "--until", f"output:{WORKER_HOSTILE}", "--timeout", "30", env=FAST, timeout=60)

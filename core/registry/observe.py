@@ -315,6 +315,7 @@ class Observing(RegistryBase):
         out = Collector(limit, _answer_cap(max_chars))
         total = 0
         with regex:
+            regex.limit_total()  # one deadline for the whole search too, not only per block
             for sid in ids:
                 total += search_log(self.jobs_dir / sid, regex, context, out, {"session_id": sid})
         result = {"status": "ok", "pattern": pattern, "matches": out.matches, "total": total}

@@ -53,6 +53,7 @@ __all__ = ["LINE_CAP", "MAX_PATTERN", "PatternError", "PatternTimeout", "UserReg
 MAX_PATTERN = 4096  # characters
 MAX_RE2_PROGRAM = 2000  # instructions: at most ~1.5-3 s per MiB in RE2, as the worker's deadline
 DEFAULT_TIMEOUT = 3.0
+DEFAULT_SEARCH_TIMEOUT = 30.0
 LINE_CAP = 65536  # characters of a line the worker matches (regex_worker.LINE_CAP)
 WORKER = Path(__file__).with_name("regex_worker.py")
 # syntax Python's re reads one way and RE2 another (or that depends on matching line by line)
@@ -65,6 +66,12 @@ class PatternError(ValueError):
 
 class PatternTimeout(PatternError):
     """A pattern that ran past its deadline (in the worker process, which was killed)."""
+
+
+def search_timeout() -> float:
+    """Seconds one whole search may spend in the worker: HERMES_PROCS_SEARCH_TIMEOUT, default
+    30 (each call has regex_timeout; a slow pattern over a 1 GB log made a thousand calls)."""
+    return env_number("HERMES_PROCS_SEARCH_TIMEOUT", DEFAULT_SEARCH_TIMEOUT, 0.05, 86400, lowest_ok=True)
 
 
 def regex_timeout() -> float:
@@ -162,6 +169,7 @@ class UserRegex:
         self.colours: Optional[ColourFinder] = None  # RE2 over coloured bytes, for the literal
         self._lock = allocate_lock()
         self._aborted = False
+        self._deadline: Optional[float] = None  # of the whole operation (a search), in the worker
         self.why_not_re2 = ""  # why it runs in the worker (for a message that says so)
 
     @property
@@ -178,6 +186,11 @@ class UserRegex:
         with self._lock:
             if self._worker is not None:
                 self._worker.close()
+
+    def limit_total(self) -> None:
+        """From now on the worker's calls together may take search_timeout() seconds (RE2 is
+        linear: unlimited); past that a call raises PatternTimeout, as one past its own does."""
+        self._deadline = time.monotonic() + search_timeout()
 
     def abort(self) -> None:
         """Stop now, from any thread: the worker is killed, so a call in progress (in another
@@ -236,7 +249,7 @@ class UserRegex:
                 raise PatternError("the pattern was stopped")
             if self._worker is None:
                 self._worker = _Worker(self.source, re.MULTILINE | (re.IGNORECASE if self.ignore_case else 0))
-            return self._worker.call(op, data)
+            return self._worker.call(op, data, self._deadline)
 
 
 def _indices(data: bytes, starts: list[int]) -> list[int]:
@@ -268,7 +281,7 @@ class _Worker:
         if "ok" not in reply:
             raise PatternError(f"pattern {source!r} is not a valid regular expression ({reply.get('error')})"[:300])
 
-    def call(self, op: str, data: bytes, **extra: Any) -> dict[str, Any]:
+    def call(self, op: str, data: bytes, total_deadline: Optional[float] = None, **extra: Any) -> dict[str, Any]:
         if self.failed is not None:
             raise self.failed
         header = json.dumps({"op": op, "n": len(data), **extra}).encode() + b"\n"
@@ -276,7 +289,7 @@ class _Worker:
             assert self.proc.stdin is not None
             self.proc.stdin.write(header + data)
             self.proc.stdin.flush()
-            reply = self._reply(time.monotonic() + self.timeout)
+            reply = self._reply(time.monotonic() + self.timeout, total_deadline)
         except PatternError as exc:
             self.fail(exc)
             raise
@@ -290,15 +303,15 @@ class _Worker:
             raise error
         return reply
 
-    def _reply(self, deadline: float) -> dict[str, Any]:
+    def _reply(self, deadline: float, total_deadline: Optional[float] = None) -> dict[str, Any]:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        whole = total_deadline is not None and total_deadline < deadline
+        deadline = min(deadline, total_deadline) if total_deadline is not None else deadline
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise PatternTimeout(
-                    f"pattern {self.source[:80]!r} took too long (over {self.timeout:g} s on one block of "
-                    "the log; nested repeats such as (a+)+ backtrack without end): simplify it")
+                raise PatternTimeout(self._too_long(whole))
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 raise PatternError("the regex worker process ended unexpectedly")
@@ -306,6 +319,13 @@ class _Worker:
         line, _, self.buffer = self.buffer.partition(b"\n")
         reply = json.loads(line)
         return reply if isinstance(reply, dict) else {"error": "bad reply"}
+
+    def _too_long(self, whole: bool) -> str:
+        if whole:
+            return (f"pattern {self.source[:80]!r} took too long (over {search_timeout():g} s for the whole search, "
+                    "in Python's re: RE2 cannot run it): simplify it, or search one job or fewer lines")
+        return (f"pattern {self.source[:80]!r} took too long (over {self.timeout:g} s on one block of "
+                "the log; nested repeats such as (a+)+ backtrack without end): simplify it")
 
     def fail(self, exc: PatternError) -> None:
         """Every later call raises `exc`; the process is killed now."""
