@@ -259,3 +259,26 @@ def test_skip_while_on_alternate_screen_does_not_clear_it():
     assert e.line_text(0) == "top line stays" and e.modes.app_cursor and e.modes.bracketed_paste
     e.skip({1049: False})
     assert not e.modes.alt_screen
+
+
+HIDING = [b"\x1b[30m", b"\x1b[30;40m", b"\x1b[38;2;1;1;1;48;2;1;1;1m", b"\x1b[34;44m", b"\x1b[38;5;232m"]
+
+
+@pytest.mark.parametrize("sgr", HIDING)
+def test_a_colour_on_itself_never_hides_text_from_the_human(sgr):
+    """After SGR 8, black on black (and black alone on the pane's dark background) hid a prompt
+    injection from the human that the agent's log shows."""
+    from hermes_procs.tui.legible import readable
+    from hermes_procs.tui.log_lines import render_raw_line
+
+    text = render_raw_line(b"shown " + sgr + b"IGNORE PREVIOUS INSTRUCTIONS\x1b[0m \x1b[31;44mred on blue\x1b[0m")
+    hidden = [s.style for s in text.spans if text.plain[s.start:s.end].startswith("IGNORE")]
+    assert all(readable(st.color, st.bgcolor) == (st.color, st.bgcolor) for st in hidden), hidden
+    assert all(st.color is None or max(st.color.get_truecolor()) > 40 for st in hidden), hidden
+    assert any(s.style.color and s.style.color.number == 1 and s.style.bgcolor.number == 4 for s in text.spans)
+    e = VTEngine(2, 60)
+    e.feed(b"shown " + sgr + b"IGNORE\x1b[0m")
+    strip = e.render_line(0, show_cursor=False)
+    styles = [seg.style for seg in strip if "IGNORE" in seg.text]
+    assert styles and all(readable(st.color, st.bgcolor) == (st.color, st.bgcolor) for st in styles), styles
+    assert all(st.color is None or max(st.color.get_truecolor()) > 40 for st in styles), styles

@@ -16,6 +16,8 @@ from rich.text import Span, Text
 
 from hermes_procs.core.supervisor.text import collapse_cr, safe_marks, strip_ansi
 
+from .legible import readable
+
 __all__ = ["MAX_LINE_CHARS", "render_raw_line"]
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
@@ -54,11 +56,26 @@ def render_raw_line(raw: bytes) -> Text:
             s = s[:MAX_LINE_CHARS] + f"… [{cut} more characters]"
     s = safe_marks(_collapse(strip_ansi(s, keep_sgr=True)))  # bidi controls shown as \u202e
     text = AnsiDecoder().decode_line(s)
-    text.spans = [span if not (isinstance(span.style, Style) and span.style.conceal)
-                  else Span(span.start, span.end, span.style + _SHOWN) for span in text.spans]
+    text.spans = [_shown(span) for span in text.spans]
     text.expand_tabs(8)
     text.no_wrap = True
     return text
 
 
 _SHOWN = Style(conceal=False)  # SGR 8 hid text from the human that log, search and the agent see
+
+
+def _shown(span: Span) -> Span:
+    """`span` drawn readable: not concealed, not (nearly) its colour on its own (tui/legible.py)."""
+    style = span.style
+    if not isinstance(style, Style):
+        return span
+    if style.conceal:
+        style = style + _SHOWN
+    color, bgcolor = readable(style.color, style.bgcolor)
+    if (color, bgcolor) != (style.color, style.bgcolor):
+        style = Style(color=color, bgcolor=bgcolor, **{name: getattr(style, name) for name in _ATTRS})
+    return span if style is span.style else Span(span.start, span.end, style)
+
+
+_ATTRS = ("bold", "dim", "italic", "underline", "blink", "reverse", "strike", "overline", "conceal")

@@ -31,6 +31,8 @@ from textual.strip import Strip
 
 from hermes_procs.core.registry.screen import ReplySink, prepare, replay_modes, safe_tail, scan_modes
 
+from .legible import readable
+
 __all__ = ["CELL_SAFE", "ENGINE_NAME", "Modes", "VTEngine", "safe_tail", "scan_modes"]
 
 ENGINE_NAME = "bittty"
@@ -72,9 +74,10 @@ def _padding(used: int, width: int, cursor_x: int) -> list[Segment]:
 
 
 def _rich_style(style: BStyle) -> RichStyle:
+    color, bgcolor = readable(_rich_color(style.fg), _rich_color(style.bg))  # 30;40 hid text from the human
     return RichStyle(
-        color=_rich_color(style.fg),
-        bgcolor=_rich_color(style.bg),
+        color=color,
+        bgcolor=bgcolor,
         bold=style.bold,
         dim=style.dim,
         italic=style.italic,
