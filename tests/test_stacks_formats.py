@@ -259,7 +259,9 @@ def test_without_a_file_the_first_known_one_is_read(tmp_path):
 
 def test_a_folder_or_dangling_link_by_a_stack_files_name_is_said_not_skipped(tmp_path):
     write(tmp_path, "mprocs.yaml", "procs:\n  m: {shell: 'true'}\n")
-    (tmp_path / "hermes-procs.toml").mkdir()  # it was "no stack file", or silently the next file
+    (tmp_path / "hermes-procs.toml").mkdir()  # a stack file after it is read: it does not hide it
+    assert load_stack(cwd=str(tmp_path)).format == "mprocs"
+    os.remove(tmp_path / "mprocs.yaml")  # without one it is said (it was "no stack file")
     with pytest.raises(StackError, match=r"hermes-procs.toml is a folder: a stack file must be a regular file"):
         load_stack(cwd=str(tmp_path))
     (tmp_path / "hermes-procs.toml").rmdir()

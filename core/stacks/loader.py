@@ -18,13 +18,17 @@ Loader = Callable[[str, str, bytes, str], StackSpec]
 
 
 def find_file(folder: str) -> str:
-    """The first of DEFAULT_FILES in `folder`; StackError listing them when there is none."""
+    """The first of DEFAULT_FILES in `folder` that is a regular file; StackError naming a folder or
+    link by such a name when there is none, else listing them."""
+    odd = None  # a folder or a dangling link by such a name: said when no stack file is found
     for name in DEFAULT_FILES:
         path = os.path.join(folder, name)
         if os.path.isfile(path):
             return path
-        if os.path.lexists(path):  # a folder or a dangling link by that name is a mistake to say, not to skip
-            raise StackError(f"{path} is {_not_a_file(path)}: a stack file must be a regular file (or give -f FILE)")
+        if odd is None and os.path.lexists(path):
+            odd = path
+    if odd is not None:
+        raise StackError(f"{odd} is {_not_a_file(odd)}: a stack file must be a regular file (or give -f FILE)")
     raise StackError(f"no stack file in {folder}: looked for {', '.join(DEFAULT_FILES)} (or give -f FILE)")
 
 
