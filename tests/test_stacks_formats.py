@@ -210,6 +210,14 @@ def test_a_yaml_value_reaches_the_job_as_it_was_written(tmp_path):
     assert compose.jobs["a"].env == written and mprocs.jobs["a"].env == written
 
 
+def test_a_key_a_merge_brings_may_be_overridden_at_any_depth(tmp_path):
+    """The check for keys given twice ran after `<<` had flattened a deeper mapping: its own
+    override of a merged key read as a key given twice."""
+    spec = load_stack(write(tmp_path, "process-compose.yaml", "x-base: &b {command: x, working_dir: .}\n"
+                            "x-deep: {y: {z: &c {<<: *b, command: y}}}\nprocesses:\n  a: {<<: *c}\n"))
+    assert list(spec.jobs) == ["a"]
+
+
 def test_a_toml_float_in_env_is_refused_not_rewritten(tmp_path):
     """TOML keeps no text for a float: `V = 3.10` reached the job as 3.1."""
     with pytest.raises(StackError) as caught:

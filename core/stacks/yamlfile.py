@@ -78,9 +78,9 @@ def _loader(yaml: Any) -> Any:
     global _LOADER
     if _LOADER is None:
         class Loader(yaml.SafeLoader):  # type: ignore[misc]
-            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-                _refuse_duplicates(yaml, node)
-                return super().construct_mapping(node, deep)
+            def construct_document(self, node: Any) -> Any:
+                _refuse_duplicates(yaml, node)  # before `<<` merges flatten any mapping
+                return super().construct_document(node)
 
         Loader.yaml_implicit_resolvers = {
             first: [(tag, regexp) for tag, regexp in resolvers if tag not in _RESOLVED]
@@ -97,16 +97,28 @@ def _loader(yaml: Any) -> Any:
 _LOADER: Any = None
 
 
-def _refuse_duplicates(yaml: Any, node: Any) -> None:
-    """A key written twice in one mapping is an error (the Go and Rust readers refuse it;
-    PyYAML kept the last one silently); a key a `<<` merge brings may be overridden."""
-    seen: set[str] = set()
-    for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-            if key.value in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key.value[:80]!r} is given twice", key.start_mark)
-            seen.add(key.value)
+def _refuse_duplicates(yaml: Any, root: Any) -> None:
+    """A key written twice in one mapping of the document is an error (the Go and Rust readers
+    refuse it; PyYAML kept the last one silently); a key a `<<` merge brings may be overridden.
+    Checked on the composed nodes, each once (an alias is the same node), before any merge."""
+    seen_nodes: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen_nodes or not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            todo.extend(node.value)
+            continue
+        keys: set[str] = set()
+        for key, value in node.value:
+            todo.extend((key, value))
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if key.value in keys:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key.value[:80]!r} is given twice", key.start_mark)
+                keys.add(key.value)
 
 
 def ignored(data: dict[str, Any], supported: tuple[str, ...], prefix: str, warnings: list[str],
