@@ -217,3 +217,13 @@ def test_another_jobs_many_secrets_do_not_push_a_jobs_own_out(registry):
     assert all("Zx9-correct-battery" not in repr(a) and "decoy-0007" not in repr(a) for a in answers), answers
     lines = {m["session_id"]: m["line"] for m in answers[0]["matches"]}
     assert lines == {victim: "marker ***", decoy: "marker ***"}
+
+
+def test_output_that_begins_like_the_end_of_a_secret_is_kept_when_not_cut(registry):
+    """The cut-head rule ran on every output: `2024-12-08 ...` lost `2024` to DB_PASSWORD=Winter2024."""
+    out = run_action({"action": "exec", "command": "echo '2024-12-08 12:00 server started'",
+                      "env": {"DB_PASSWORD": "Winter2024"}}, registry)
+    assert out["output"] == "2024-12-08 12:00 server started\n", out
+    sid = out["session_id"]
+    assert run_action({"action": "poll", "session_id": sid}, registry)["output_preview"].startswith("2024-12-08")
+    assert run_action({"action": "log", "session_id": sid}, registry)["output"].startswith("2024-12-08")

@@ -78,7 +78,7 @@ def _follow(registry: Registry, consumer: str, follow: bool, wanted: set[str] | 
                     yield batch
                     return
                 more = bool(batch) and batch[-1].get("type") == MORE
-                yield from (mask_job_secrets(redact_obj(event), registry) for event in batch
+                yield from (mask_job_secrets(redact_obj(event), registry, raw=event) for event in batch
                             if event.get("type") != MORE and (wanted is None or event.get("type") in wanted))
         if not follow or _stopped_while_waiting(watch, stop, interval):
             return

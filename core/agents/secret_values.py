@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..registry.paths import read_json
-from ..registry.redact import MASK, redaction_enabled
+from ..registry.redact import CUT_LENGTHS, MASK, redaction_enabled
 from ..registry.secretwords import is_secret_name
 
 if TYPE_CHECKING:
@@ -84,32 +84,37 @@ _job_values: dict[tuple[str, str], frozenset[str]] = {}
 _job_lock = threading.Lock()
 
 
-def mask_job_secrets(result: dict[str, Any], registry: Registry) -> dict[str, Any]:
+def mask_job_secrets(result: dict[str, Any], registry: Registry, raw: Any = None) -> dict[str, Any]:
     """`result` with the secret values given to each job it names masked where that job's
     answer is: the whole answer about one job (its ``session_id`` at the top), each row of a
     list or search answer (the row's ``session_id``), with no cut-off (another job's many
     values cannot push one out). A job printing another job's secret is not found by this.
-    A remote host's jobs keep their meta there: masked by name and shape only."""
+    `raw`, the answer before redaction, tells a tail cut at a fixed length (by its length, as
+    redact_obj does): its head may be the end of a value. A remote host's jobs keep their meta
+    there: masked by name and shape only."""
     if getattr(registry, "remote", False) or not redaction_enabled():
         return result
-    masked: dict[str, Any] = _mask_rows(result, registry, frozenset(), 0)
+    masked: dict[str, Any] = _mask_rows(result, raw, registry, frozenset(), 0)
     return masked
 
 
-def _mask_rows(obj: Any, registry: Registry, values: frozenset[str], depth: int) -> Any:
+def _mask_rows(obj: Any, raw: Any, registry: Registry, values: frozenset[str], depth: int) -> Any:
     """`obj` with `values` and those of the jobs its dicts name (for what is inside them) masked."""
     if isinstance(obj, list):
-        return [_mask_rows(item, registry, values, depth + 1) for item in obj]
+        raws = raw if isinstance(raw, list) and len(raw) == len(obj) else [None] * len(obj)
+        return [_mask_rows(item, was, registry, values, depth + 1) for item, was in zip(obj, raws)]
     if not isinstance(obj, dict):
         return _walk(obj, _job_pattern(values)) if values and isinstance(obj, str) else obj
     sid = obj.get("session_id")
     if isinstance(sid, str) and _ID_RE.fullmatch(sid):
         values = values | _values_of(registry, sid)
     if depth >= 4:  # deeper than any row: one pattern for the rest
-        return _walk(obj, _job_pattern(values), sorted(values)) if values else obj
-    out = {k: _mask_rows(v, registry, values, depth + 1) for k, v in obj.items()}
+        return _walk(obj, _job_pattern(values)) if values else obj
+    raw = raw if isinstance(raw, dict) else {}
+    out = {k: _mask_rows(v, raw.get(k), registry, values, depth + 1) for k, v in obj.items()}
     for key in _CUT_KEYS if values else ():
-        if isinstance(out.get(key), str):
+        was = raw.get(key)
+        if isinstance(out.get(key), str) and isinstance(was, str) and len(was) in CUT_LENGTHS:
             out[key] = _mask_cut_head(out[key], sorted(values))
     return out
 
@@ -141,21 +146,15 @@ _CUT_KEYS = ("output_preview", "output")
 MIN_CUT = 4  # the shortest piece of a value masked at a cut (fewer letters say too little)
 
 
-def _walk(obj: Any, pattern: re.Pattern[str], values: list[str] | None = None) -> Any:
-    """`obj` with the values masked; with `values`, also the end of one that a tail (the
-    strings under _CUT_KEYS) begins with: the rest of a value the cut went through."""
+def _walk(obj: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(obj, str):
         return pattern.sub(MASK, obj) if obj else obj
     if isinstance(obj, dict):
-        out = {k: _walk(v, pattern, values) for k, v in obj.items()}
-        for key in _CUT_KEYS if values else ():
-            if isinstance(out.get(key), str):
-                out[key] = _mask_cut_head(out[key], values or [])
-        return out
+        return {k: _walk(v, pattern) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_walk(v, pattern, values) for v in obj]
+        return [_walk(v, pattern) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(_walk(v, pattern, values) for v in obj)
+        return tuple(_walk(v, pattern) for v in obj)
     return obj
 
 

@@ -406,7 +406,7 @@ def run_action(args: Any, registry: ProcessRegistry | None = None, task_id: str 
         result = {"status": "error", "error": one_line(f"internal error: {type(exc).__name__}: {exc}")}
     try:
         masked: dict[str, Any] = redact_obj(result)  # first: it tells a cut tail by its length
-        return capped(masked if reg is None else mask_job_secrets(masked, reg))
+        return capped(masked if reg is None else mask_job_secrets(masked, reg, raw=result))
     except Exception as exc:  # noqa: BLE001
         return {"status": "error", "error": f"internal error while masking secrets: {type(exc).__name__}"}
 

@@ -48,7 +48,7 @@ from typing import Any
 
 from .secretwords import TRIGGERS, WORDS_RE
 
-__all__ = ["MASK", "contains_secret", "redact", "redact_cut", "redact_obj", "redaction_enabled"]
+__all__ = ["CUT_LENGTHS", "MASK", "contains_secret", "redact", "redact_cut", "redact_obj", "redaction_enabled"]
 
 MASK = "***"
 
@@ -425,7 +425,7 @@ def contains_secret(text: str) -> bool:
 #    the middle of a secret: "EN=hunter2", "p_a1B2c3..." (a cut ghp_ token), or inside a PEM
 #    body. Their partial first line(s) get a stricter treatment.
 # ---------------------------------------------------------------------------------------------
-_CUT_LENGTHS = frozenset((200, 1000, 2000))  # the registry's and supervisor's tail sizes
+CUT_LENGTHS = frozenset((200, 1000, 2000))  # the registry's and supervisor's tail sizes
 _CUT_KEYS = ("output_preview", "output")
 _HEAD_RUN_RE = re.compile(r"[A-Za-z0-9_+/=.-]{12,}")
 _HEAD_ASSIGN_RE = re.compile(
@@ -506,7 +506,7 @@ def _walk(obj: Any) -> Any:
         if "total_lines" not in out:  # read_log output is whole lines; tails are not
             for key in _CUT_KEYS:
                 value = out.get(key)
-                if isinstance(value, str) and len(obj[key]) in _CUT_LENGTHS:
+                if isinstance(value, str) and len(obj[key]) in CUT_LENGTHS:
                     out[key] = _mask_head(value)
             command = out.get("command")
             if isinstance(command, str) and len(obj["command"]) == 200:  # list cuts commands at 200
