@@ -284,9 +284,13 @@ def test_the_raw_answer_line_holds_no_c1_or_bidi_control(tmp_path):
     a client that prints it got U+009B (CSI) and U+202E. Both now escaped on the wire."""
     from test_security_regex import RawMcp
 
+    from hermes_procs.core.agents.mcp_stdin import _escaped
+
+    assert _escaped(b'{"a":"x\x7fy"}\n') == b'{"a":"x\\u007fy"}\n'  # DEL alone: an ASCII line too
+
     home = tmp_path / "home"
     registry = ProcessRegistry(home=home)
-    hostile = "n\u009b2J\u009d0;pwn\u009c\u202e"
+    hostile = "n\u009b2J\u009d0;pwn\u009c\u202e\x7f"
     sid = registry.spawn("printf 'out \\302\\233 \\342\\200\\256 end\\n'", name=hostile)["session_id"]
     registry.wait(sid, timeout=10)
     mcp = RawMcp(home, {})
@@ -299,7 +303,7 @@ def test_the_raw_answer_line_holds_no_c1_or_bidi_control(tmp_path):
                 mcp.buffer += os.read(mcp.proc.stdout.fileno(), 1 << 20)
         line = next(raw for raw in mcp.buffer.split(b"\n") if b'"id":99' in raw)
         text = line.decode()
-        assert not re.search("[\u0080-\u009f\u202a-\u202e\u2066-\u2069]", text), text
+        assert not re.search("[\x7f-\u009f\u202a-\u202e\u2066-\u2069]", text), text
         result = json.loads(line)["result"]
         assert result["structuredContent"]["name"] == hostile  # escaped on the wire, the same once read
         assert "\u202e" in result["structuredContent"]["output_preview"]

@@ -128,7 +128,7 @@ def _copy_answers(source: int, client: int, pending: _Pending) -> None:
 def _escaped(line: bytes) -> bytes:
     """An answer line with C1 and bidi controls (raw in the SDK's `structuredContent`: a client
     may print the line) escaped as safe_json escapes them in the text content."""
-    if line.isascii():
+    if line.isascii() and b"\x7f" not in line:
         return line
     text = line.decode("utf-8", "surrogateescape")
     return safe_json_text(text).encode("utf-8", "surrogateescape")
