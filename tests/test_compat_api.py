@@ -177,3 +177,19 @@ def test_spawn_via_env(hermes, tmp_path):
     assert failed.termination_source == "failed_start" and failed.pid is None
     assert "DockerEnvironment" in failed.output_buffer and "cannot run" in failed.output_buffer
     assert hermes.get(failed.id) is None and failed.id not in {r["session_id"] for r in hermes.list_sessions()}
+
+
+def test_a_stack_jobs_secret_is_masked_by_the_adapter_too(hermes, tmp_path):
+    """The adapter reads every job of the home: a stack's web printed its token in the clear
+    to Hermes while the tool and MCP masked it."""
+    registry = hermes.registry
+    (tmp_path / "hermes-procs.toml").write_text(
+        '[jobs.web]\ncommand = "echo web $API_TOKEN; sleep 300"\nenv = { API_TOKEN = "tok_ABCdef123456xyz" }\n')
+    up = registry.up(str(tmp_path), wait=True, timeout=30)
+    sid = up["jobs"][0]["session_id"]
+    try:
+        assert wait_until(lambda: "web tok_" in registry.read_log(sid)["output"], timeout=10)
+        assert hermes.read_log(sid)["output"] == "web ***"
+        assert "tok_ABCdef123456xyz" not in repr(hermes.poll(sid))
+    finally:
+        registry.down(up["stack"])

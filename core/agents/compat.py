@@ -52,7 +52,7 @@ from .compat_adopt import adopt, stock_entries
 from .compat_events import Notifications
 from .compat_output import OutputFollower
 from .compat_session import PERSISTED, ROUTE_KEYS, ProcessSession, format_process_notification
-from .secret_values import SecretValues
+from .secret_values import SecretValues, mask_job_secrets
 from .tool import ANSWER_CHARS
 
 if TYPE_CHECKING:
@@ -149,7 +149,10 @@ class HermesProcessRegistry:
 
     def _view(self, obj: T) -> T:
         """`obj` with every string in it masked (when redacting): the same shape."""
-        return cast("T", self._secrets.mask(redact_obj(obj))) if self._redact else obj
+        if not self._redact:
+            return obj
+        masked = self._secrets.mask(redact_obj(obj))  # and each job's own values (a stack's env):
+        return cast("T", mask_job_secrets(masked, self._registry, raw=obj))  # the adapter reads every job
 
     def _log_once(self, what: str, exc: BaseException | str) -> None:
         key = f"{what}: {exc}"
