@@ -73,6 +73,7 @@ def _padding(used: int, width: int, cursor_x: int) -> list[Segment]:
     return out
 
 
+@lru_cache(maxsize=4096)  # a screen has few styles; readable() costs ~2 us a cell
 def _rich_style(style: BStyle) -> RichStyle:
     color, bgcolor = readable(_rich_color(style.fg), _rich_color(style.bg))  # 30;40 hid text from the human
     return RichStyle(
