@@ -445,7 +445,9 @@ def test_restart_after_the_supervisor_died_restarts_the_jobs(stacks, tmp_path):
     wait_until(lambda: jobs_of(stacks, "crashed")["bad"]["state"] == "failed", timeout=10)
     os.kill(stacks.stacks("crashed")[0]["pid"], signal.SIGKILL)
     wait_until(lambda: not stacks.stacks("crashed")[0]["supervised"], timeout=10)
-    assert stacks.restart_stack("crashed")["status"] == "ok"
+    restarted = stacks.restart_stack("crashed")
+    web = next(j for j in restarted["jobs"] if j["name"] == "web")  # not the old run, said to be ready
+    assert restarted["status"] == "ok" and (web["session_id"], web["state"]) != (before["web"], "ready"), restarted
     wait_until(lambda: all(jobs_of(stacks, "crashed")[n]["session_id"] not in (None, before[n]) for n in before),
                timeout=20, interval=0.1)
     assert stacks.poll(before["web"])["status"] == "exited"  # stopped, then started again

@@ -353,9 +353,12 @@ def restart(registry: ProcessRegistry, stack: str, job: str | None = None) -> di
         _until_stopped(folder)
         if not supervisor_alive(folder):
             take_requests(folder)  # left for a supervisor that is gone (a second down): not for this one
-            if job is not None or status(folder)["state"] != "down":  # the supervisor died: its jobs
-                post_quietly(folder, {"op": "restart", "job": job})  # are taken over, then restarted
+            crashed = status(folder)["state"] != "down"  # its jobs are taken over, then restarted
+            if job is not None and not crashed:
+                post_quietly(folder, {"op": "restart", "job": job})
             _start_supervisor(home, folder)
+            if crashed:
+                _ask(folder, {"op": "restart", "job": job})  # answered as a live supervisor's restart is
             return {**status(folder), "status": "ok"}
     _ask(folder, {"op": "restart", "job": job})  # another client started it meanwhile
     return {**status(folder), "status": "ok"}
