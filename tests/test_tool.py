@@ -306,3 +306,17 @@ def test_list_tree_and_screen_answers_are_capped_too(registry, tmp_path):
     assert len(json.dumps(screen)) <= MAX_ANSWER and "lines: the first" in screen["answer_capped"]
     assert len(call(registry, action="poll", session_id=sid)) > 5  # small answers are left whole
     assert "answer_capped" not in call(registry, action="poll", session_id=sid)
+
+
+@pytest.mark.parametrize("answer", [
+    {"status": "ok", "output": "\u009b" * 150_000},  # 6 characters each as written: 900,030 were not cut
+    {"status": "ok", "output": "\x01" * 100_000},  # was cut to nothing
+    {"status": "ok", "stacks": {"jobs": [{"message": "x" * 1000}] * 300}},  # was an error for the whole answer
+])
+def test_the_answer_cap_measures_what_is_written_and_keeps_what_fits(answer):
+    from hermes_procs.core.agents.answer_cap import MAX_ANSWER, capped
+    from hermes_procs.core.supervisor.text import safe_json
+
+    out = capped(answer)
+    assert MAX_ANSWER * 0.9 < len(safe_json(out)) <= MAX_ANSWER and out["status"] == "ok", len(safe_json(out))
+    assert "answer_capped" in out

@@ -4,13 +4,15 @@
 without bound: `list` of many jobs with long names and folders, `tree` of 800 processes with
 3,000-character command lines, `screen` of a 1000x1000 terminal. :func:`capped` keeps an answer
 under MAX_ANSWER characters of JSON: it keeps the first rows of its longest list (newest jobs,
-parents first) and then cuts its longest strings, and says so in ``answer_capped``.
+parents first), then cuts a table inside the same way (`stacks`), then its longest strings, and
+says so in ``answer_capped``.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..supervisor.text import safe_json
 
 __all__ = ["MAX_ANSWER", "capped"]
 
@@ -18,32 +20,75 @@ MAX_ANSWER = 200_000  # characters of one answer's JSON
 
 
 def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, default=str))
+    """Characters of `value` as the answer is written (safe_json: a C1 control is 6 of them)."""
+    return len(safe_json(value))
 
 
 def capped(result: dict[str, Any], limit: int = MAX_ANSWER) -> dict[str, Any]:
     """`result`, or a copy of it cut to `limit` characters of JSON with an ``answer_capped`` note."""
     if _size(result) <= limit:
         return result
-    out, notes = dict(result), []
-    for key in sorted((k for k, v in out.items() if isinstance(v, list) and v), key=lambda k: -_size(out[k])):
-        if _size(out) <= limit:
-            break
-        rows = out[key]
-        kept = _rows_that_fit(out, key, rows, limit)
-        out[key] = rows[:kept]
-        notes.append(f"{key}: the first {kept} of {len(rows)}")
-    for key in sorted((k for k, v in out.items() if isinstance(v, str)), key=lambda k: -len(out[k])):
-        over = _size(out) - limit
-        if over <= 0:
-            break
-        text = out[key]
-        out[key] = text[:max(0, len(text) - over - 100)]
-        notes.append(f"{key}: the first {len(out[key])} of {len(text)} characters")
+    out: dict[str, Any] = dict(result)
+    notes = _cut_lists(out, limit) + _cut_tables(out, limit) + _cut_strings(out, limit)
     if _size(out) > limit:
         return {"status": "error", "error": f"the answer is larger than {limit} characters even when cut"}
     out["answer_capped"] = f"the answer is capped at {limit} characters: " + "; ".join(notes)
     return out
+
+
+def _largest(out: dict[str, Any], kind: type, least: int = 0) -> list[str]:
+    """The keys of `out` holding a `kind` longer than `least`, the largest first."""
+    keys = [k for k, v in out.items() if isinstance(v, (list, dict, str)) and isinstance(v, kind) and len(v) > least]
+    return sorted(keys, key=lambda k: -_size(out[k]))
+
+
+def _cut_lists(out: dict[str, Any], limit: int) -> list[str]:
+    """Keep the leading rows of the longest lists that fit (newest jobs, parents first)."""
+    notes = []
+    for key in _largest(out, list):
+        if _size(out) <= limit:
+            break
+        rows = out[key]
+        out[key] = rows[:_rows_that_fit(out, key, rows, limit)]
+        notes.append(f"{key}: the first {len(out[key])} of {len(rows)}")
+    return notes
+
+
+def _cut_tables(out: dict[str, Any], limit: int) -> list[str]:
+    """Cut a table inside (a list's `stacks`) the same way, in the room the rest leaves."""
+    notes = []
+    for key in _largest(out, dict):
+        room = limit - _size({**out, key: {}}) - 300
+        if _size(out) <= limit or room < 1000:
+            break
+        out[key] = capped(out[key], room)
+        notes.append(f"{key}: cut")
+    return notes
+
+
+def _cut_strings(out: dict[str, Any], limit: int) -> list[str]:
+    """Cut the longest strings (never a short one: status, session_id, error)."""
+    notes = []
+    for key in _largest(out, str, 1000):
+        if _size(out) <= limit:
+            break
+        text = out[key]
+        out[key] = text[:_chars_that_fit(out, key, text, limit)]
+        notes.append(f"{key}: the first {len(out[key])} of {len(text)} characters")
+    return notes
+
+
+def _chars_that_fit(out: dict[str, Any], key: str, text: str, limit: int) -> int:
+    """The longest head of `out[key]` with which `out` fits `limit` (a binary search: a
+    character may take 1 to 6 in the answer)."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _size({**out, key: text[:middle]}) + 200 <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _rows_that_fit(out: dict[str, Any], key: str, rows: list[Any], limit: int) -> int:
