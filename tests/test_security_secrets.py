@@ -227,3 +227,15 @@ def test_output_that_begins_like_the_end_of_a_secret_is_kept_when_not_cut(regist
     sid = out["session_id"]
     assert run_action({"action": "poll", "session_id": sid}, registry)["output_preview"].startswith("2024-12-08")
     assert run_action({"action": "log", "session_id": sid}, registry)["output"].startswith("2024-12-08")
+
+
+def test_a_secret_wrapped_over_two_rows_of_a_screen_is_masked(registry):
+    """`screen` cut a wrapped line into rows: a value longer than the terminal's width, or one
+    that crossed its right edge, showed whole across two rows."""
+    secret = "correct-horse-battery-staple-" * 3 + "end"  # 90 characters on a 60-column terminal
+    sid = registry.spawn("echo $SESSION_SECRET; echo x; sleep 30", pty=True, rows=10, cols=60,
+                         env={"SESSION_SECRET": secret})["session_id"]
+    assert wait_until(lambda: "x" in registry.screen(sid)["lines"][2], timeout=10)
+    lines = run_action({"action": "screen", "session_id": sid}, registry)["lines"]
+    assert lines[0] == "*" * 60 and lines[1] == "*" * 30, lines[:3]
+    assert "horse" not in "".join(lines)

@@ -112,6 +112,8 @@ def _mask_rows(obj: Any, raw: Any, registry: Registry, values: frozenset[str], d
         return _walk(obj, _job_pattern(values)) if values else obj
     raw = raw if isinstance(raw, dict) else {}
     out = {k: _mask_rows(v, raw.get(k), registry, values, depth + 1) for k, v in obj.items()}
+    if values and "cols" in out and isinstance(out.get("lines"), list):  # a screen: rows a value wraps over
+        out["lines"] = _mask_wrapped(out["lines"], values)
     for key in _CUT_KEYS if values else ():
         was = raw.get(key)
         if isinstance(out.get(key), str) and isinstance(was, str) and len(was) in CUT_LENGTHS:
@@ -139,6 +141,25 @@ def _values_of(registry: Registry, session_id: str) -> frozenset[str]:
                 _job_values.clear()
             _job_values[key] = values
     return values
+
+
+def _mask_wrapped(rows: list[Any], values: frozenset[str]) -> list[Any]:
+    """A screen's rows with a value that wraps from one row to the next masked, a `*` a
+    character (the rows keep their width); each row was masked alone before."""
+    if not all(isinstance(row, str) for row in rows):
+        return rows
+    joined = "".join(rows)
+    spans = [m.span() for m in _job_pattern(values).finditer(joined)]
+    if not spans:
+        return rows
+    chars = list(joined)
+    for start, end in spans:
+        chars[start:end] = "*" * (end - start)
+    out, pos = [], 0
+    for row in rows:
+        out.append("".join(chars[pos:pos + len(row)]))
+        pos += len(row)
+    return out
 
 
 # tails cut at a fixed length (core/registry/redact.py): they may begin inside a value
