@@ -29,7 +29,8 @@ def capped(result: dict[str, Any], limit: int = MAX_ANSWER) -> dict[str, Any]:
     if _size(result) <= limit:
         return result
     out: dict[str, Any] = dict(result)
-    notes = _cut_lists(out, limit) + _cut_tables(out, limit) + _cut_strings(out, limit)
+    notes = (_cut_heads(out, limit, list, 0, "") + _cut_tables(out, limit)
+             + _cut_heads(out, limit, str, 1000, " characters"))
     if _size(out) > limit:
         return {"status": "error", "error": f"the answer is larger than {limit} characters even when cut"}
     out["answer_capped"] = f"the answer is capped at {limit} characters: " + "; ".join(notes)
@@ -42,15 +43,17 @@ def _largest(out: dict[str, Any], kind: type, least: int = 0) -> list[str]:
     return sorted(keys, key=lambda k: -_size(out[k]))
 
 
-def _cut_lists(out: dict[str, Any], limit: int) -> list[str]:
-    """Keep the leading rows of the longest lists that fit (newest jobs, parents first)."""
+def _cut_heads(out: dict[str, Any], limit: int, kind: type, least: int, unit: str) -> list[str]:
+    """Keep the longest head of each largest `kind` that fits: the leading rows of a list
+    (newest jobs, parents first), the first characters of a string (never a short one:
+    status, session_id, error)."""
     notes = []
-    for key in _largest(out, list):
+    for key in _largest(out, kind, least):
         if _size(out) <= limit:
             break
-        rows = out[key]
-        out[key] = rows[:_rows_that_fit(out, key, rows, limit)]
-        notes.append(f"{key}: the first {len(out[key])} of {len(rows)}")
+        whole = out[key]
+        out[key] = whole[:_head_that_fits(out, key, whole, limit)]
+        notes.append(f"{key}: the first {len(out[key])} of {len(whole)}{unit}")
     return notes
 
 
@@ -66,37 +69,13 @@ def _cut_tables(out: dict[str, Any], limit: int) -> list[str]:
     return notes
 
 
-def _cut_strings(out: dict[str, Any], limit: int) -> list[str]:
-    """Cut the longest strings (never a short one: status, session_id, error)."""
-    notes = []
-    for key in _largest(out, str, 1000):
-        if _size(out) <= limit:
-            break
-        text = out[key]
-        out[key] = text[:_chars_that_fit(out, key, text, limit)]
-        notes.append(f"{key}: the first {len(out[key])} of {len(text)} characters")
-    return notes
-
-
-def _chars_that_fit(out: dict[str, Any], key: str, text: str, limit: int) -> int:
-    """The longest head of `out[key]` with which `out` fits `limit` (a binary search: a
-    character may take 1 to 6 in the answer)."""
-    low, high = 0, len(text)
+def _head_that_fits(out: dict[str, Any], key: str, whole: list[Any] | str, limit: int) -> int:
+    """The longest head of `whole` with which `out` fits `limit` (a binary search: a row or a
+    character takes what it takes as written)."""
+    low, high = 0, len(whole)
     while low < high:
         middle = (low + high + 1) // 2
-        if _size({**out, key: text[:middle]}) + 200 <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _rows_that_fit(out: dict[str, Any], key: str, rows: list[Any], limit: int) -> int:
-    """The most leading rows of `out[key]` with which `out` fits `limit` (a binary search)."""
-    low, high = 0, len(rows)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _size({**out, key: rows[:middle]}) + 200 <= limit:  # 200: room for the note
+        if _size({**out, key: whole[:middle]}) + 200 <= limit:  # 200: room for the note
             low = middle
         else:
             high = middle - 1
