@@ -106,6 +106,10 @@ CUT_INPUTS = {  # redact_cut also masks the head of a text cut mid-line
     "head_assign": "x" * MB + "=",
     "head_quote": "k: '" + "x" * MB,
 }
+AROUND_INPUTS = {  # exec's output cut in its middle (redact_obj masks both sides of the marker)
+    "cut_markers": fill("\n[... 12 characters left out ...]\n"),
+    "cut_runs_around": "a1" * (MB // 2) + "\n[... 5 characters left out ...]\n" + "b2" * (MB // 2),
+}
 COVERS = {
     "_ASSIGN_RE": ["assign_keywords", "assign_eq", "assign_open_quote", "assign_spaces", "assign_key_suffix",
                    "assign_tokens"],
@@ -134,6 +138,8 @@ COVERS = {
     "_TOOL_COMMAND_RE": ["tool_names", "tool_starts", "tool_assigns", "tool_paths", "tool_runs"],
     "_SMB_USER_PW": ["tool_smb_users"],
     "_SSHPASS_RE": ["sshpass_opts", "sshpass_p_runs", "tool_names"],
+    "CUT_MARKER_RE": ["cut_markers", "cut_runs_around"],
+    "_TAIL_RUN_RE": ["cut_runs_around"],
 }
 _PLAIN = re.compile(r".", re.DOTALL)
 
@@ -168,9 +174,14 @@ def test_redact_cut_is_linear(name):
     _assert_linear(R.redact_cut, CUT_INPUTS[name])
 
 
+@pytest.mark.parametrize("name", sorted(AROUND_INPUTS))
+def test_redact_around_a_cut_is_linear(name):
+    _assert_linear(lambda t: R.redact_obj({"output": t}), AROUND_INPUTS[name])
+
+
 def test_every_pattern_has_adversarial_inputs():
     patterns = {name for name, value in vars(R).items() if isinstance(value, re.Pattern)}
     patterns.add("_TOKEN_PATTERNS")
     assert patterns <= set(COVERS), f"add adversarial inputs for {sorted(patterns - set(COVERS))}"
     for inputs in COVERS.values():
-        assert all(name in INPUTS or name in CUT_INPUTS for name in inputs)
+        assert all(name in INPUTS or name in CUT_INPUTS or name in AROUND_INPUTS for name in inputs)

@@ -13,7 +13,7 @@ from hermes_procs.core.agents.events_stream import iter_events
 from hermes_procs.core.agents.tool import run_action
 from hermes_procs.core.registry import envsafe, secretwords
 from hermes_procs.core.registry import redact as redact_mod
-from hermes_procs.core.registry.redact import redact
+from hermes_procs.core.registry.redact import redact, redact_obj
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
@@ -239,3 +239,16 @@ def test_a_secret_wrapped_over_two_rows_of_a_screen_is_masked(registry):
     lines = run_action({"action": "screen", "session_id": sid}, registry)["lines"]
     assert lines[0] == "*" * 60 and lines[1] == "*" * 30, lines[:3]
     assert "horse" not in "".join(lines)
+
+
+def test_exec_output_cut_in_its_middle_masks_both_sides_of_the_cut(registry):
+    """exec keeps the first 2,000 and the last 14,000 characters: a value the cut went through
+    showed 30 of its 40 characters before `[... left out ...]`, a token's end after it."""
+    secret = "wxyzabcdefghijklmnopqrstuvwxyzabcdefghij"  # letters only: no shape to find
+    command = "printf '%01969d ' 0; echo $MY_TOKEN; head -c 20000 /dev/zero | tr '\\0' a"
+    out = run_action({"action": "exec", "command": command, "env": {"MY_TOKEN": secret}}, registry)["output"]
+    head, _, _ = out.partition("\n[... ")
+    assert head.endswith(" ***") and "wxyzabcdefgh" not in out, head[-60:]
+    # a token's shape on either side of the cut: its start before, its end after
+    cut = redact_obj({"output": "x Zq7Kp2Lm9XwR4t\n[... 9 characters left out ...]\nGs0Ab2Cd3Ef4Gh rest"})
+    assert cut["output"] == "x ***\n[... 9 characters left out ...]\n*** rest"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..registry.paths import read_json
-from ..registry.redact import CUT_LENGTHS, MASK, redaction_enabled
+from ..registry.redact import CUT_LENGTHS, CUT_MARKER_RE, MASK, redaction_enabled
 from ..registry.secretwords import is_secret_name
 
 if TYPE_CHECKING:
@@ -118,7 +118,19 @@ def _mask_rows(obj: Any, raw: Any, registry: Registry, values: frozenset[str], d
         was = raw.get(key)
         if isinstance(out.get(key), str) and isinstance(was, str) and len(was) in CUT_LENGTHS:
             out[key] = _mask_cut_head(out[key], sorted(values))
+        elif isinstance(out.get(key), str) and CUT_MARKER_RE.search(out[key]):
+            out[key] = _mask_around_marker(out[key], sorted(values))
     return out
+
+
+def _mask_around_marker(text: str, values: list[str]) -> str:
+    """exec's output cut in its middle: the head may end in a value's start, the tail begin
+    in a value's end."""
+    m = CUT_MARKER_RE.search(text)
+    if m is None:
+        return text
+    head = _mask_cut_head(text[:m.start()][::-1], [v[::-1] for v in values])[::-1]  # MASK reads the same
+    return head + m.group(0) + _mask_cut_head(text[m.end():], values)
 
 
 @functools.lru_cache(maxsize=64)

@@ -48,7 +48,8 @@ from typing import Any
 
 from .secretwords import TRIGGERS, WORDS_RE
 
-__all__ = ["CUT_LENGTHS", "MASK", "contains_secret", "redact", "redact_cut", "redact_obj", "redaction_enabled"]
+__all__ = ["CUT_LENGTHS", "CUT_MARKER_RE", "MASK", "contains_secret", "redact", "redact_cut", "redact_obj",
+           "redaction_enabled"]
 
 MASK = "***"
 
@@ -498,11 +499,32 @@ def redact_obj(obj: Any) -> Any:
     return _walk(obj)
 
 
+# exec/write/submit output cut in its middle (core/registry/yielding.py's marker): the end of the
+# head and the start of the tail may each be part of a secret
+CUT_MARKER_RE = re.compile(r"\n\[\.\.\. (?:about )?\d+ (?:characters|bytes) left out \.\.\.\]\n")
+_TAIL_RUN_RE = re.compile(r"[A-Za-z0-9_+/=.-]{12,}\Z")
+
+
+def _mask_around_cut(text: str) -> str:
+    """`text` with the run before and the run after a cut marker masked where they have a
+    secret's shape (as the head of a tail cut at its start is)."""
+    m = CUT_MARKER_RE.search(text)
+    if m is None:
+        return text
+    head, tail = text[:m.start()], text[m.end():]
+    run = _TAIL_RUN_RE.search(head, max(0, len(head) - 300))
+    if run and any(c.isdigit() for c in run.group(0)) and any(c.isalpha() for c in run.group(0)):
+        head = head[:run.start()] + MASK
+    return _mask_tail(head) + m.group(0) + _mask_head(tail)
+
+
 def _walk(obj: Any) -> Any:
     if isinstance(obj, str):
         return _redact_text(obj) if obj else obj
     if isinstance(obj, dict):
         out = {k: _walk(v) for k, v in obj.items()}
+        if isinstance(out.get("output"), str) and "left out ...]" in out["output"]:
+            out["output"] = _mask_around_cut(out["output"])
         if "total_lines" not in out:  # read_log output is whole lines; tails are not
             for key in _CUT_KEYS:
                 value = out.get(key)
