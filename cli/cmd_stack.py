@@ -15,7 +15,7 @@ from .options import HomeOpt, JsonOpt, existing_registry, opts, registry
 from .output import CliError, emit, out, print_json, warn
 
 FileOpt = Annotated[
-    Optional[str],
+    Optional[list[str]],  # a list, to refuse a second -f rather than take the last one silently
     typer.Option("--file", "-f", metavar="FILE",
                  help="The stack file (default: the first of hermes-procs.toml, Procfile, process-compose.yaml, "
                       "process-compose.yml, mprocs.yaml here)."),
@@ -72,6 +72,13 @@ def _emit_stack(result: Any, as_json: bool) -> None:
     emit(result, as_json, lambda r: stack_text(r, os.isatty(1)))
 
 
+def _one_file(files: Optional[list[str]]) -> Optional[str]:
+    """The one -f FILE (a stack is read from one file: docker compose merges several, we do not)."""
+    if files and len(files) > 1:
+        raise CliError(f"-f is given {len(files)} times: a stack is read from one file")
+    return files[0] if files else None
+
+
 @app.command("up")
 def up_cmd(
     ctx: typer.Context,
@@ -100,7 +107,7 @@ def up_cmd(
     if timeout is not None and not wait:
         raise CliError("--timeout works with --wait: how long to wait for the jobs to be ready")
     _no_host()
-    _emit_stack(registry(home).up(file, name, wait=wait, timeout=timeout), as_json)
+    _emit_stack(registry(home).up(_one_file(file), name, wait=wait, timeout=timeout), as_json)
 
 
 @app.command("down")
@@ -111,7 +118,7 @@ def down_cmd(ctx: typer.Context, stack: StackArg = None, file: FileOpt = None, h
     The stack: STACK, or the one of -f FILE, or of the stack file of this folder."""
     home, as_json = opts(ctx, home, as_json)
     _no_host()
-    _emit_stack(existing_registry(home).down(stack, file), as_json)
+    _emit_stack(existing_registry(home).down(stack, _one_file(file)), as_json)
 
 
 @app.command("stacks")

@@ -91,6 +91,7 @@ def test_bad_input_on_the_command_line_is_one_line_and_starts_nothing(registry, 
         (("up",), "no stack file in"),
         (("up", "-f", str(tmp_path / "nope.toml")), "no such file"),
         (("up", "-f", str(tmp_path / "nope")), f"no such file: {tmp_path / 'nope'}"),  # not 'cannot tell the format'
+        (("up", "-f", bad, "-f", str(fifo)), "-f is given 2 times: a stack is read from one file"),  # was the last
         (("down", "ghost"), "ghost"),
         (("ls", "--stack", "ghost"), "no stack named 'ghost'"),  # was "No processes.", exit 0
         (("ls", "--stack", "../s1"), "stack name '../s1' must be"),
