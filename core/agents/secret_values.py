@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..registry.paths import read_json
-from ..registry.redact import CUT_LENGTHS, CUT_MARKER_RE, MASK, redaction_enabled
+from ..registry.redact import CUT_KEYS, CUT_LENGTHS, CUT_MARKER_RE, MASK, redaction_enabled
 from ..registry.secretwords import is_secret_name
 
 if TYPE_CHECKING:
@@ -114,21 +114,20 @@ def _mask_rows(obj: Any, raw: Any, registry: Registry, values: frozenset[str], d
     out = {k: _mask_rows(v, raw.get(k), registry, values, depth + 1) for k, v in obj.items()}
     if values and "cols" in out and isinstance(out.get("lines"), list):  # a screen: rows a value wraps over
         out["lines"] = _mask_wrapped(out["lines"], values)
-    for key in _CUT_KEYS if values else ():
-        was = raw.get(key)
-        if isinstance(out.get(key), str) and isinstance(was, str) and len(was) in CUT_LENGTHS:
-            out[key] = _mask_cut_head(out[key], sorted(values))
-        elif isinstance(out.get(key), str) and CUT_MARKER_RE.search(out[key]):
-            out[key] = _mask_around_marker(out[key], sorted(values))
+    for key in CUT_KEYS if values else ():  # tails cut at a fixed length, or in their middle
+        text, was = out.get(key), raw.get(key)
+        if not isinstance(text, str):
+            continue
+        if isinstance(was, str) and len(was) in CUT_LENGTHS:
+            out[key] = _mask_cut_head(text, sorted(values))
+        elif (marker := CUT_MARKER_RE.search(text)) is not None:
+            out[key] = _mask_around_marker(text, marker, sorted(values))
     return out
 
 
-def _mask_around_marker(text: str, values: list[str]) -> str:
-    """exec's output cut in its middle: the head may end in a value's start, the tail begin
-    in a value's end."""
-    m = CUT_MARKER_RE.search(text)
-    if m is None:
-        return text
+def _mask_around_marker(text: str, m: re.Match[str], values: list[str]) -> str:
+    """exec's output cut in its middle (at `m`): the head may end in a value's start, the tail
+    begin in a value's end."""
     head = _mask_cut_head(text[:m.start()][::-1], [v[::-1] for v in values])[::-1]  # MASK reads the same
     return head + m.group(0) + _mask_cut_head(text[m.end():], values)
 
@@ -174,8 +173,6 @@ def _mask_wrapped(rows: list[Any], values: frozenset[str]) -> list[Any]:
     return out
 
 
-# tails cut at a fixed length (core/registry/redact.py): they may begin inside a value
-_CUT_KEYS = ("output_preview", "output")
 MIN_CUT = 4  # the shortest piece of a value masked at a cut (fewer letters say too little)
 
 

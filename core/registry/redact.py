@@ -48,7 +48,7 @@ from typing import Any
 
 from .secretwords import TRIGGERS, WORDS_RE
 
-__all__ = ["CUT_LENGTHS", "CUT_MARKER_RE", "MASK", "contains_secret", "redact", "redact_cut", "redact_obj",
+__all__ = ["CUT_KEYS", "CUT_LENGTHS", "CUT_MARKER_RE", "MASK", "contains_secret", "redact", "redact_cut", "redact_obj",
            "redaction_enabled"]
 
 MASK = "***"
@@ -427,7 +427,7 @@ def contains_secret(text: str) -> bool:
 #    body. Their partial first line(s) get a stricter treatment.
 # ---------------------------------------------------------------------------------------------
 CUT_LENGTHS = frozenset((200, 1000, 2000))  # the registry's and supervisor's tail sizes
-_CUT_KEYS = ("output_preview", "output")
+CUT_KEYS = ("output_preview", "output")
 _HEAD_RUN_RE = re.compile(r"[A-Za-z0-9_+/=.-]{12,}")
 _HEAD_ASSIGN_RE = re.compile(
     r"[A-Za-z0-9_.-]{0,40}[\"']?[ \t]*[:=][ \t]*(?:(?:bearer|basic|token)[ \t]+)?"
@@ -526,7 +526,7 @@ def _walk(obj: Any) -> Any:
         if isinstance(out.get("output"), str) and "left out ...]" in out["output"]:
             out["output"] = _mask_around_cut(out["output"])
         if "total_lines" not in out:  # read_log output is whole lines; tails are not
-            for key in _CUT_KEYS:
+            for key in CUT_KEYS:
                 value = out.get(key)
                 if isinstance(value, str) and len(obj[key]) in CUT_LENGTHS:
                     out[key] = _mask_head(value)
